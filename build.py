@@ -1,8 +1,383 @@
-"""Placeholder: the static-lab work replaces this with the real builder."""
-import pathlib, shutil, sys
-root = pathlib.Path(__file__).resolve().parent
-dist = root / "dist"
-shutil.rmtree(dist, ignore_errors=True)
-shutil.copytree(root / "site", dist)
-if sys.argv[1:2] == ["serve"]:
-    raise SystemExit("build.py serve: not implemented yet")
+"""Assemble the static FlashAttention lab into dist/ and (optionally) serve it.
+
+    python3 build.py                      # build dist/ and exit
+    python3 build.py --out /tmp/my-dist   # build somewhere else
+    python3 build.py serve [--port 8000] [--out DIR] [--no-build]
+
+What goes into the output directory (see ../shared/DESIGN.md, "Build"):
+
+    *.html, js/, css/           the pages, copied from site/
+    wgsl/*.wgsl                 the shaders the pages fetch and compile
+    wheels/nlpcore-<v>-py3-none-any.whl
+                                the Python package, installed in the page with micropip
+    vendor/pyodide/             the Pyodide runtime, NumPy, micropip and its dependencies only
+    vendor/{katex,codemirror,chartjs}/
+                                the JS libraries the pages use
+    src/                        read-only copies of py/nlpcore/**/*.py and wgsl/*.wgsl
+    bench/results/*.json        recorded benchmark results the site plots
+    data/exercises.json         nlpcore.lab.export_site_data(), when that function exists
+    manifest.json               sha256 and size of every other file
+
+The build is deterministic: two builds of the same tree give byte-identical files (the wheel
+uses fixed timestamps and sorted entries; every JSON file is written with sorted keys).
+Nothing here needs Node at build time, only the node_modules/ tree that scripts/setup.sh
+installs from package-lock.json.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import functools
+import hashlib
+import http.server
+import importlib
+import io
+import json
+import pathlib
+import shutil
+import sys
+import threading
+import tomllib
+import zipfile
+
+ROOT = pathlib.Path(__file__).resolve().parent
+NODE_MODULES = ROOT / "node_modules"
+PYODIDE_DIST = NODE_MODULES / "@pyodide" / "pyodide" / "dist"
+
+# The Pyodide packages the lab loads; their dependency closure is read from packages.json.
+PYODIDE_PACKAGES = ("numpy", "micropip")
+# The runtime itself: the loader, the Emscripten module, the wasm binary and the
+# preloaded standard library file system, plus the package index the loader fetches.
+PYODIDE_RUNTIME = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "pyodide.asm.data",
+                   "packages.json")
+
+# (source under node_modules, destination under vendor/). Directories are copied whole.
+JS_LIBRARIES = (
+    ("katex/LICENSE", "katex/LICENSE"),
+    ("katex/dist/katex.min.js", "katex/katex.min.js"),
+    ("katex/dist/katex.min.css", "katex/katex.min.css"),
+    ("katex/dist/contrib/auto-render.min.js", "katex/contrib/auto-render.min.js"),
+    ("codemirror/LICENSE", "codemirror/LICENSE"),
+    ("codemirror/lib/codemirror.js", "codemirror/lib/codemirror.js"),
+    ("codemirror/lib/codemirror.css", "codemirror/lib/codemirror.css"),
+    ("codemirror/mode/python/python.js", "codemirror/mode/python/python.js"),
+    # clike provides a C-family mode; the WGSL exercise also may define a simple mode.
+    ("codemirror/mode/clike/clike.js", "codemirror/mode/clike/clike.js"),
+    ("codemirror/addon/mode/simple.js", "codemirror/addon/mode/simple.js"),
+    ("codemirror/addon/edit/matchbrackets.js", "codemirror/addon/edit/matchbrackets.js"),
+    ("codemirror/addon/edit/closebrackets.js", "codemirror/addon/edit/closebrackets.js"),
+    ("chart.js/LICENSE.md", "chartjs/LICENSE.md"),
+    ("chart.js/dist/chart.umd.js", "chartjs/chart.umd.js"),
+)
+# KaTeX's stylesheet lists woff2 first; every browser that runs WebGPU reads woff2, so the
+# woff and ttf fallbacks are never requested and are not shipped.
+KATEX_FONT_SUFFIX = ".woff2"
+
+# A fixed timestamp for wheel entries (the earliest a zip file can record).
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+# Content types the server sends; anything unknown is application/octet-stream.
+MIME_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".wasm": "application/wasm",
+    ".data": "application/octet-stream",
+    ".whl": "application/octet-stream",
+    ".wgsl": "text/plain; charset=utf-8",
+    ".py": "text/plain; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+    ".md": "text/plain; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".woff2": "font/woff2",
+    ".woff": "font/woff",
+    ".ttf": "font/ttf",
+}
+
+MANIFEST = "manifest.json"
+
+
+class BuildError(Exception):
+    """A build step cannot proceed; the message says what to do."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Pyodide and the JS libraries
+# ---------------------------------------------------------------------------------------------
+
+def pyodide_closure(dependencies: dict, wanted=PYODIDE_PACKAGES) -> list:
+    """Names of `wanted` and everything they depend on, per packages.json's "dependencies"."""
+    seen = set()
+    stack = list(wanted)
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        if name not in dependencies:
+            raise BuildError(f"Pyodide package {name!r} is not in packages.json")
+        seen.add(name)
+        stack.extend(dependencies[name])
+    return sorted(seen)
+
+
+def pyodide_files() -> list:
+    """File names (relative to the Pyodide dist folder) the lab needs, sorted."""
+    index = json.loads((PYODIDE_DIST / "packages.json").read_text())
+    names = list(PYODIDE_RUNTIME)
+    for package in pyodide_closure(index["dependencies"]):
+        names += [f"{package}.js", f"{package}.data"]
+    return sorted(names)
+
+
+def vendor(out: pathlib.Path) -> None:
+    if not PYODIDE_DIST.is_dir():
+        raise BuildError(
+            f"{PYODIDE_DIST.relative_to(ROOT)} is missing: run scripts/setup.sh "
+            "(it installs the vendored JS packages with `npm ci`)")
+    for name in pyodide_files():
+        copy(PYODIDE_DIST / name, out / "vendor" / "pyodide" / name)
+    copy(PYODIDE_DIST.parent / "LICENSE", out / "vendor" / "pyodide" / "LICENSE")
+    for source, dest in JS_LIBRARIES:
+        path = NODE_MODULES / source
+        if not path.is_file():
+            raise BuildError(f"node_modules/{source} is missing: run scripts/setup.sh")
+        copy(path, out / "vendor" / dest)
+    for font in sorted((NODE_MODULES / "katex" / "dist" / "fonts").iterdir()):
+        if font.name.endswith(KATEX_FONT_SUFFIX):
+            copy(font, out / "vendor" / "katex" / "fonts" / font.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The nlpcore wheel (PEP 427), built by hand so that it is byte-for-byte reproducible
+# ---------------------------------------------------------------------------------------------
+
+def package_sources() -> list:
+    """(path inside the package tree, absolute path) of every file shipped in the wheel."""
+    package = ROOT / "py" / "nlpcore"
+    files = []
+    for path in sorted(package.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
+            continue
+        files.append((path.relative_to(ROOT / "py").as_posix(), path))
+    return files
+
+
+def _record_hash(data: bytes) -> str:
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def wheel_metadata() -> dict:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {
+        "name": project["name"],
+        "version": project["version"],
+        "summary": project.get("description", ""),
+        "requires_python": project.get("requires-python", ""),
+        "dependencies": list(project.get("dependencies", [])),
+    }
+
+
+def build_wheel(dest_dir: pathlib.Path) -> pathlib.Path:
+    """Write <name>-<version>-py3-none-any.whl into dest_dir and return its path."""
+    meta = wheel_metadata()
+    name, version = meta["name"], meta["version"]
+    dist_info = f"{name}-{version}.dist-info"
+    entries = [(arcname, path.read_bytes()) for arcname, path in package_sources()]
+    if not any(arc == f"{name}/__init__.py" for arc, _ in entries):
+        raise BuildError(f"py/{name}/__init__.py is missing: nothing to put in the wheel")
+
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+                f"Summary: {meta['summary']}"]
+    if meta["requires_python"]:
+        metadata.append(f"Requires-Python: {meta['requires_python']}")
+    metadata += [f"Requires-Dist: {dep}" for dep in meta["dependencies"]]
+    wheel = ["Wheel-Version: 1.0", "Generator: flashattention-lab build.py",
+             "Root-Is-Purelib: true", "Tag: py3-none-any"]
+    entries.append((f"{dist_info}/METADATA", ("\n".join(metadata) + "\n").encode()))
+    entries.append((f"{dist_info}/WHEEL", ("\n".join(wheel) + "\n").encode()))
+    entries.append((f"{dist_info}/top_level.txt", f"{name}\n".encode()))
+
+    record = [f"{arc},{_record_hash(data)},{len(data)}" for arc, data in entries]
+    record.append(f"{dist_info}/RECORD,,")
+    entries.append((f"{dist_info}/RECORD", ("\n".join(record) + "\n").encode()))
+
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / f"{name}-{version}-py3-none-any.whl"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for arcname, data in entries:  # RECORD last, as PEP 427 recommends
+            info = zipfile.ZipInfo(arcname, date_time=ZIP_EPOCH)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    target.write_bytes(buffer.getvalue())
+    return target
+
+
+# ---------------------------------------------------------------------------------------------
+# Site, shaders, sources, data, manifest
+# ---------------------------------------------------------------------------------------------
+
+def copy(source: pathlib.Path, dest: pathlib.Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, dest)
+
+
+def copy_tree(source: pathlib.Path, dest: pathlib.Path, pattern: str = "*") -> None:
+    if not source.is_dir():
+        return
+    for path in sorted(source.rglob(pattern)):
+        rel = path.relative_to(source)
+        hidden = any(part.startswith(".") for part in rel.parts)  # .keep, editor files
+        if path.is_file() and not hidden and "__pycache__" not in rel.parts:
+            copy(path, dest / rel)
+
+
+def write_json(path: pathlib.Path, value) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+
+
+def export_site_data(out: pathlib.Path) -> bool:
+    """Write data/exercises.json from nlpcore.lab.export_site_data() if that exists."""
+    py_dir = str(ROOT / "py")
+    if py_dir not in sys.path:
+        sys.path.insert(0, py_dir)
+    try:
+        lab = importlib.import_module("nlpcore.lab")
+    except ModuleNotFoundError as error:
+        if error.name in ("nlpcore", "nlpcore.lab"):
+            return False
+        raise
+    exporter = getattr(lab, "export_site_data", None)
+    if exporter is None:
+        return False
+    write_json(out / "data" / "exercises.json", exporter())
+    return True
+
+
+def file_digest(path: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(out: pathlib.Path) -> dict:
+    files = {}
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).as_posix()
+        if path.is_file() and rel != MANIFEST:
+            files[rel] = {"sha256": file_digest(path), "size": path.stat().st_size}
+    manifest = {"version": 1, "files": files}
+    write_json(out / MANIFEST, manifest)
+    return manifest
+
+
+def clean_output(out: pathlib.Path) -> None:
+    """Empty `out`, refusing to delete a non-empty folder that is not a previous build."""
+    if out.exists():
+        if not out.is_dir():
+            raise BuildError(f"--out {out} exists and is not a directory")
+        if any(out.iterdir()) and not (out / MANIFEST).exists():
+            raise BuildError(f"--out {out} is a non-empty folder without {MANIFEST}; "
+                             "refusing to delete it (pick an empty or new folder)")
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+
+
+def build(out: pathlib.Path) -> dict:
+    """Build the whole site into `out`; returns the manifest."""
+    out = out.resolve()
+    if out == ROOT or out in ROOT.parents:
+        raise BuildError(f"--out {out} would overwrite the sources")
+    clean_output(out)
+    copy_tree(ROOT / "site", out)
+    copy_tree(ROOT / "wgsl", out / "wgsl", "*.wgsl")
+    copy_tree(ROOT / "bench" / "results", out / "bench" / "results", "*.json")
+    copy_tree(ROOT / "py" / "nlpcore", out / "src" / "nlpcore", "*.py")
+    copy_tree(ROOT / "wgsl", out / "src" / "wgsl", "*.wgsl")
+    vendor(out)
+    build_wheel(out / "wheels")
+    export_site_data(out)
+    return write_manifest(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving
+# ---------------------------------------------------------------------------------------------
+
+class LabRequestHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files with the content types the lab needs (wasm above all) and no caching."""
+
+    extensions_map = {"": "application/octet-stream", **MIME_TYPES}
+
+    def end_headers(self):
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+        if getattr(self.server, "quiet", False):
+            return
+        super().log_message(format, *args)
+
+
+def make_server(directory: pathlib.Path, port: int = 8000, *, quiet: bool = False):
+    """An HTTP server for `directory` on 127.0.0.1:port (0 picks a free port); not started."""
+    handler = functools.partial(LabRequestHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    server.quiet = quiet
+    return server
+
+
+def serve_in_thread(directory: pathlib.Path, port: int = 0):
+    """Start a quiet server in a daemon thread; returns (server, base_url). Used by tests."""
+    server = make_server(directory, port, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    return server, f"http://{host}:{port}/"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", nargs="?", choices=("build", "serve"), default="build")
+    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "dist",
+                        help="output folder (default: dist/)")
+    parser.add_argument("--port", type=int, default=8000, help="port for serve (default 8000)")
+    parser.add_argument("--no-build", action="store_true",
+                        help="serve the existing output folder without rebuilding")
+    args = parser.parse_args(argv)
+    try:
+        if not (args.command == "serve" and args.no_build):
+            manifest = build(args.out)
+            total = sum(f["size"] for f in manifest["files"].values())
+            print(f"built {args.out} ({len(manifest['files'])} files, {total / 1e6:.1f} MB)")
+        if args.command == "serve":
+            if not (args.out / MANIFEST).is_file():
+                raise BuildError(f"{args.out} has no {MANIFEST}: build it first (drop --no-build)")
+            server = make_server(args.out.resolve(), args.port)
+            print(f"serving {args.out} at http://127.0.0.1:{server.server_address[1]}/ "
+                  "(lab: /lab.html; Ctrl-C stops)")
+            try:
+                server.serve_forever()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                server.server_close()
+    except BuildError as error:
+        print(f"build.py: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

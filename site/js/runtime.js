@@ -1,0 +1,119 @@
+/* The page's client for the Python worker (js/pyworker.js).
+ *
+ *   const rt = getRuntime();
+ *   rt.onProgress(({stage, message}) => ...);   // runtime | numpy | nlpcore | ready | error
+ *   await rt.ready;                              // rejects with a stated reason on boot failure
+ *   const out = await rt.call("lab.run", {n: 64, d: 32}, {timeoutMs: 60000});
+ *
+ * call() sends {id, name, payload}; the worker replies {id, result} or {id, error}. A call that
+ * outlives its time limit terminates the worker (Python cannot be interrupted otherwise),
+ * starts a fresh one, and rejects with a "time limit" error. Errors are Error objects whose
+ * message is the Python exception's last line; `error.traceback` keeps the full text.
+ * Every progress event also sets <html data-runtime="<stage>"> (tests wait on "ready").
+ */
+
+const DEFAULT_TIMEOUT_MS = 120000;
+
+class Runtime {
+  constructor(workerUrl) {
+    this.workerUrl = workerUrl;
+    this.listeners = new Set();
+    this.lastProgress = null;
+    this.nextId = 1;
+    this.pending = new Map();  // id -> {resolve, reject, timer}
+    this.start();
+  }
+
+  start() {
+    this.worker = new Worker(this.workerUrl);
+    this.info = null;
+    let settle;
+    this.ready = new Promise((resolve, reject) => { settle = {resolve, reject}; });
+    this.ready.catch(() => {});  // callers see the rejection through their own awaits
+    const worker = this.worker;
+    worker.onmessage = (event) => this.receive(event.data, settle);
+    worker.onerror = (event) => {
+      event.preventDefault();
+      const reason = `the Python worker failed: ${event.message || "could not load js/pyworker.js"}`;
+      this.emit({stage: "error", message: reason});
+      settle.reject(new Error(reason));
+      this.rejectAll(reason);
+    };
+  }
+
+  receive(data, settle) {
+    if (data.type === "progress") {
+      this.emit({stage: data.stage, message: data.message});
+    } else if (data.type === "ready") {
+      this.info = data.info;
+      settle.resolve(data.info);
+    } else if (data.type === "boot-error") {
+      settle.reject(new Error(`Python could not start: ${data.error}`));
+    } else if (this.pending.has(data.id)) {
+      const {resolve, reject, timer} = this.pending.get(data.id);
+      clearTimeout(timer);
+      this.pending.delete(data.id);
+      if ("error" in data) {
+        const error = new Error(data.error);
+        error.traceback = data.traceback || data.error;
+        reject(error);
+      } else {
+        resolve(data.result);
+      }
+    }
+  }
+
+  emit(event) {
+    this.lastProgress = event;
+    // A page-wide hook for tests and styles: <html data-runtime="runtime|numpy|nlpcore|ready|error">
+    if (typeof document !== "undefined") document.documentElement.dataset.runtime = event.stage;
+    for (const listener of this.listeners) listener(event);
+  }
+
+  /* Calls cb with every progress event (and at once with the latest); returns an unsubscribe. */
+  onProgress(cb) {
+    this.listeners.add(cb);
+    if (this.lastProgress) cb(this.lastProgress);
+    return () => this.listeners.delete(cb);
+  }
+
+  async call(name, payload = {}, {timeoutMs = DEFAULT_TIMEOUT_MS} = {}) {
+    await this.ready;
+    const worker = this.worker;
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`${name} exceeded its time limit of ${(timeoutMs / 1000).toFixed(1)} s; ` +
+                         "Python was restarted"));
+        if (this.worker === worker) this.restart("a call exceeded its time limit");
+      }, timeoutMs);
+      this.pending.set(id, {resolve, reject, timer});
+      worker.postMessage({id, name, payload});
+    });
+  }
+
+  rejectAll(reason) {
+    for (const {reject, timer} of this.pending.values()) {
+      clearTimeout(timer);
+      reject(new Error(reason));
+    }
+    this.pending.clear();
+  }
+
+  /* Terminates the worker (rejecting calls in flight) and boots a fresh one. */
+  restart(reason = "the runtime was restarted") {
+    this.worker.terminate();
+    this.rejectAll(`Python was restarted: ${reason}`);
+    this.start();
+    return this.ready;
+  }
+}
+
+let shared = null;
+
+/* The page's single runtime (the worker boots on the first call). */
+export function getRuntime() {
+  if (!shared) shared = new Runtime(new URL("./pyworker.js", import.meta.url));
+  return shared;
+}
