@@ -1,0 +1,551 @@
+"""FlashAttention forward and backward in Triton: the NumPy tiles, ported to a GPU kernel.
+
+What you will learn here: how the tiled algorithm of ``flash_np`` maps onto Triton programs —
+one program per (query block, batch·head) in the forward pass and the dQ pass, one per
+(key block, batch·head) in the dK/dV pass — and which details make it fast on a GPU.
+
+The math (Dao et al. 2022, arXiv:2205.14135; loop order of FlashAttention-2, Dao 2023,
+arXiv:2307.08691; online softmax of Milakov & Gimelshein 2018, arXiv:1805.02867):
+
+    S = scale · Q Kᵀ,   P = softmax(S),   O = P V,   lse_i = log Σ_j exp(S_ij)
+
+Forward, for one query block Qi (Br, d), streaming over key/value blocks Kj, Vj (Bc, d)::
+
+    m = -inf, l = 0, acc = 0                      # the online-softmax state, per row
+    for j:  s = Qi Kjᵀ · scale                    # (Br, Bc)
+            m_new = max(m, rowmax(s));  p = exp(s - m_new);  alpha = exp(m - m_new)
+            l = alpha · l + rowsum(p);  acc = alpha · acc + p Vj;  m = m_new
+    Oi = acc / l;  lse_i = m + log l
+
+Backward recomputes P block by block from the saved lse, with D = rowsum(dO ∘ O)::
+
+    P = exp(S - lse);  dV = Pᵀ dO;  dP = dO Vᵀ;  dS = P ∘ (dP - D);  dQ = scale · dS K;  dK = scale · dSᵀ Q
+
+Implementation choices, each named where it appears:
+- exponentials are base 2 (``exp2`` is one hardware instruction); the scale is folded into
+  ``qk_scale = scale · log2(e)``, and lse is converted back to natural log when stored.
+- causal masking is top-left aligned (query i sees key j iff j <= i, as SDPA's
+  ``is_causal=True``); key blocks that lie wholly above the diagonal are never visited, and only
+  the blocks that straddle the diagonal or the ragged end of the sequence pay for a mask.
+- fp16/bf16 inputs multiply on the tensor cores and accumulate in fp32; fp32 inputs use exact
+  fp32 products (``input_precision="ieee"``), not tf32.
+- Nq may differ from Nk. No row is ever fully masked here (there is no padding mask, and with
+  top-left causal alignment key 0 is visible to every query), so no row can produce NaN.
+
+Tensors are ``(B, H, N, d)`` with d in {16, 32, 64, 128}. Runs natively on an NVIDIA GPU and,
+with ``TRITON_INTERPRET=1`` set before triton is imported, on the CPU through Triton's
+interpreter (slow, but exact enough to test the same code).
+
+Dependency rule: this module needs torch and triton, which the browser does not have, so no
+other module of ``nlpcore`` imports it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+try:
+    import torch
+    import triton
+    import triton.language as tl
+except ImportError as exc:  # pragma: no cover - exercised only where torch/triton are absent
+    raise ImportError(
+        "nlpcore.kernels.flash_triton needs PyTorch and Triton "
+        f"(missing: {exc.name}). Install them with: pip install -e '.[triton]'. "
+        "On a machine without an NVIDIA GPU, also set TRITON_INTERPRET=1 before importing."
+    ) from exc
+
+__all__ = ["forward", "backward", "attention", "FWD_CONFIGS", "BWD_CONFIGS", "DQ_STRATEGY"]
+
+LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x · LOG2E)
+LN2 = 0.6931471805599453  # ln(2): converts a base-2 logsumexp back to natural log
+
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+HEAD_DIMS = (16, 32, 64, 128)
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# How the backward pass produces dQ:
+#   "separate": a second kernel, one program per query block, recomputes S and dP for its rows
+#               (7 block products per tile pair instead of 5, but no atomics; deterministic).
+#   "atomic":   the dK/dV kernel also adds its dS K contribution into an fp32 dQ buffer with
+#               atomic adds (5 products per tile pair, FlashAttention-2's choice).
+DQ_STRATEGY = "separate"
+
+
+# --- autotuning space ----------------------------------------------------------------------
+# Each entry is (BLOCK_M, BLOCK_N, num_warps, num_stages). BLOCK_M counts query rows and BLOCK_N
+# key rows of one tile; num_stages is the depth of Triton's software pipeline (how many K/V or
+# Q/dO tiles are in flight in shared memory). The space is kept small on purpose: every entry is
+# compiled and timed once per (head dim, causal, dtype) on first use. The entries come from a
+# sweep on an H200 (bench/TRITON.md). Under the interpreter one small config is used, chosen so
+# that the test sizes cover several blocks, ragged ends and the causal diagonal.
+def _configs(space, interpret_config):
+    if INTERPRET:
+        space = [interpret_config]
+    return [
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
+        for bm, bn, w, s in space
+    ]
+
+
+FWD_SPACE = [(128, 64, 4, 3), (128, 128, 8, 2), (128, 64, 8, 3)]
+BWD_SPACE = [(64, 128, 8, 2), (32, 128, 4, 3), (64, 64, 4, 3)]  # dK/dV: BLOCK_N keys resident
+DQ_SPACE = [(128, 64, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3)]  # dQ: BLOCK_M queries resident
+FWD_CONFIGS = _configs(FWD_SPACE, (32, 16, 4, 1))
+BWD_CONFIGS = _configs(BWD_SPACE, (16, 32, 4, 1))
+DQ_CONFIGS = _configs(DQ_SPACE, (32, 16, 4, 1))
+_TUNE_KEY = ["HEAD_DIM", "CAUSAL", "PRECISION"]
+
+
+# --- forward --------------------------------------------------------------------------------
+@triton.jit
+def _fwd_inner(
+    acc, l_i, m_i, q,  # running state (Br, d), (Br,), (Br,) and the query tile (Br, d)
+    k_ptrs, v_ptrs, stride_kn, stride_vn,  # (Bc, d) tile pointers at key 0
+    offs_m, offs_n, lo, hi, n_k, qk_scale,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """Fold key blocks [lo, hi) into the online-softmax state of one query block."""
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_n  # (Bc,) key indices of this block
+        if MASKED:
+            in_range = cols[:, None] < n_k  # (Bc, 1) the ragged end of the keys
+            k = tl.load(k_ptrs + start_n * stride_kn, mask=in_range, other=0.0)
+            v = tl.load(v_ptrs + start_n * stride_vn, mask=in_range, other=0.0)
+        else:
+            k = tl.load(k_ptrs + start_n * stride_kn)
+            v = tl.load(v_ptrs + start_n * stride_vn)
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (Br, Bc), log2 units
+        if MASKED:
+            allowed = cols[None, :] < n_k
+            if CAUSAL:
+                allowed = allowed & (cols[None, :] <= offs_m[:, None])
+            s = tl.where(allowed, s, float("-inf"))
+        # The first block any row visits holds key 0, which every row may see, so m_new is finite.
+        m_new = tl.maximum(m_i, tl.max(s, 1))  # (Br,)
+        p = tl.exp2(s - m_new[:, None])  # (Br, Bc)
+        alpha = tl.exp2(m_i - m_new)  # (Br,) rescales what was summed against the old max
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(v.dtype), v, acc=acc * alpha[:, None], input_precision=PRECISION)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.autotune(configs=FWD_CONFIGS, key=_TUNE_KEY)
+@triton.jit
+def _fwd_kernel(
+    # pointers: Q (B, H, Nq, d), K and V (B, H, Nk, d), O (B, H, Nq, d), LSE (B, H, Nq) fp32
+    Q, K, V, O, LSE,
+    # strides, in elements
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,
+    # sizes and the scale
+    n_heads, n_q, n_k, qk_scale,
+    # meta-parameters
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    if CAUSAL:  # the last query blocks see the most keys: start them first, so the tail is short
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // n_heads).to(tl.int64)
+    h = (pid_bh % n_heads).to(tl.int64)
+    Q += b * stride_qb + h * stride_qh
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+    O += b * stride_ob + h * stride_oh
+
+    m0 = pid_m * BLOCK_M
+    offs_m = m0 + tl.arange(0, BLOCK_M)  # (Br,) query rows of this program
+    offs_n = tl.arange(0, BLOCK_N)  # (Bc,)
+    offs_d = tl.arange(0, HEAD_DIM)  # (d,)
+    row_ok = offs_m[:, None] < n_q  # (Br, 1) the ragged end of the queries
+    q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
+    k_ptrs = K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd  # (Bc, d)
+    v_ptrs = V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd  # (Bc, d)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+
+    # Key blocks [0, full_end) need no mask; [full_end, end) straddle the diagonal or the end.
+    if CAUSAL:
+        end = tl.minimum(m0 + BLOCK_M, n_k)  # keys beyond the block's last row are never seen
+        full_end = tl.minimum(m0, n_k) // BLOCK_N * BLOCK_N
+    else:
+        end = n_k
+        full_end = n_k // BLOCK_N * BLOCK_N
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
+                               offs_m, offs_n, 0, full_end, n_k, qk_scale,
+                               False, CAUSAL, PRECISION, BLOCK_N)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
+                               offs_m, offs_n, full_end, end, n_k, qk_scale,
+                               True, CAUSAL, PRECISION, BLOCK_N)
+
+    lse = (m_i + tl.log2(l_i)) * LN2  # (Br,) natural-log logsumexp of the scaled scores
+    tl.store(LSE + pid_bh * n_q + offs_m, lse, mask=offs_m < n_q)
+    o = acc / l_i[:, None]
+    tl.store(O + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+             o.to(O.dtype.element_ty), mask=row_ok)
+
+
+# --- backward -------------------------------------------------------------------------------
+@triton.jit
+def _bwd_delta_kernel(O, DO, DELTA, n_q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """D_i = Σ_k dO_ik · O_ik for contiguous O, dO (B·H, Nq, d); D (B·H, Nq) fp32."""
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1).to(tl.int64)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    ptrs = pid_bh * n_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    row_ok = offs_m[:, None] < n_q
+    o = tl.load(O + ptrs, mask=row_ok, other=0.0).to(tl.float32)
+    do = tl.load(DO + ptrs, mask=row_ok, other=0.0).to(tl.float32)
+    tl.store(DELTA + pid_bh * n_q + offs_m, tl.sum(o * do, 1), mask=offs_m < n_q)
+
+
+@triton.jit
+def _bwd_dkdv_inner(
+    dk, dv, k, v,  # accumulators (Bc, d) fp32 and this program's key/value tiles (Bc, d)
+    Q, DO, DQ, LSE, DELTA, stride_n,  # per-(b, h) bases; Q, dO, dQ share strides (contiguous)
+    offs_n, offs_m0, offs_d, lo, hi, n_q, n_k, sm_scale, qk_scale,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr,
+):
+    """Accumulate dK, dV of one key block over query blocks [lo, hi), working in transposed
+    form (keys along rows) so the products land directly in dK, dV's layout."""
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + offs_m0  # (Br,) query rows
+        ptrs = offs_m[:, None] * stride_n + offs_d[None, :]  # (Br, d)
+        if MASKED:
+            row_ok = offs_m < n_q
+            q = tl.load(Q + ptrs, mask=row_ok[:, None], other=0.0)
+            do = tl.load(DO + ptrs, mask=row_ok[:, None], other=0.0)
+            lse2 = tl.load(LSE + offs_m, mask=row_ok, other=0.0) * LOG2E
+            delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
+        else:
+            q = tl.load(Q + ptrs)
+            do = tl.load(DO + ptrs)
+            lse2 = tl.load(LSE + offs_m) * LOG2E
+            delta = tl.load(DELTA + offs_m)
+        s_t = tl.dot(k, tl.trans(q), input_precision=PRECISION) * qk_scale  # (Bc, Br) = Sᵀ, log2
+        p_t = tl.exp2(s_t - lse2[None, :])  # Pᵀ, exact softmax probabilities
+        if MASKED:
+            allowed = (offs_n[:, None] < n_k) & (offs_m[None, :] < n_q)
+            if CAUSAL:
+                allowed = allowed & (offs_n[:, None] <= offs_m[None, :])
+            p_t = tl.where(allowed, p_t, 0.0)
+        dv = tl.dot(p_t.to(do.dtype), do, acc=dv, input_precision=PRECISION)  # += Pᵀ dO
+        dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (Bc, Br) = (dO Vᵀ)ᵀ
+        ds_t = p_t * (dp_t - delta[None, :])  # (Bc, Br) = dSᵀ (without the scale)
+        dk = tl.dot(ds_t.to(q.dtype), q, acc=dk, input_precision=PRECISION)  # += dSᵀ Q
+        if ATOMIC_DQ:
+            dq = tl.dot(tl.trans(ds_t).to(k.dtype), k, input_precision=PRECISION) * sm_scale
+            tl.atomic_add(DQ + ptrs, dq, mask=(offs_m < n_q)[:, None], sem="relaxed")
+    return dk, dv
+
+
+@triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ"], reset_to_zero=["DQ"])
+@triton.jit
+def _bwd_dkdv_kernel(
+    # pointers, all contiguous: Q, dO (B, H, Nq, d); K, V, dK, dV (B, H, Nk, d);
+    # LSE, DELTA (B, H, Nq) fp32; DQ (B, H, Nq, d) fp32, used only when ATOMIC_DQ
+    Q, K, V, DO, LSE, DELTA, DK, DV, DQ,
+    # sizes and scales
+    n_q, n_k, sm_scale, qk_scale,
+    # meta-parameters
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    pid_n = tl.program_id(0)
+    pid_bh = tl.program_id(1).to(tl.int64)
+    Q += pid_bh * n_q * HEAD_DIM
+    DO += pid_bh * n_q * HEAD_DIM
+    DQ += pid_bh * n_q * HEAD_DIM
+    K += pid_bh * n_k * HEAD_DIM
+    V += pid_bh * n_k * HEAD_DIM
+    DK += pid_bh * n_k * HEAD_DIM
+    DV += pid_bh * n_k * HEAD_DIM
+    LSE += pid_bh * n_q
+    DELTA += pid_bh * n_q
+
+    n0 = pid_n * BLOCK_N
+    offs_n = n0 + tl.arange(0, BLOCK_N)  # (Bc,) key rows of this program
+    offs_m0 = tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    kv_ptrs = offs_n[:, None] * HEAD_DIM + offs_d[None, :]  # (Bc, d)
+    key_ok = offs_n[:, None] < n_k
+    k = tl.load(K + kv_ptrs, mask=key_ok, other=0.0)
+    v = tl.load(V + kv_ptrs, mask=key_ok, other=0.0)
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+
+    # Query blocks: [lo, a_end) straddle the diagonal (masked); [a_end, b_end) are whole and
+    # wholly below it (no mask); [b_end, n_q) is the ragged last block (masked).
+    n_q_full = n_q // BLOCK_M * BLOCK_M
+    if CAUSAL:
+        lo = n0 // BLOCK_M * BLOCK_M  # rows above the block's first key see none of it
+        a_end = tl.minimum(tl.cdiv(n0 + BLOCK_N, BLOCK_M) * BLOCK_M, tl.cdiv(n_q, BLOCK_M) * BLOCK_M)
+    else:
+        lo = 0
+        a_end = 0
+    b_end = tl.maximum(a_end, n_q_full)
+    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
+                             offs_n, offs_m0, offs_d, lo, a_end, n_q, n_k, sm_scale, qk_scale,
+                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M)
+    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
+                             offs_n, offs_m0, offs_d, a_end, b_end, n_q, n_k, sm_scale, qk_scale,
+                             False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M)
+    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
+                             offs_n, offs_m0, offs_d, b_end, n_q, n_q, n_k, sm_scale, qk_scale,
+                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M)
+
+    tl.store(DK + kv_ptrs, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
+    tl.store(DV + kv_ptrs, dv.to(DV.dtype.element_ty), mask=key_ok)
+
+
+@triton.jit
+def _bwd_dq_inner(
+    dq, q, do, lse2, delta,  # accumulator (Br, d) fp32, this program's tiles and row stats
+    K, V, stride_n, offs_m, offs_n0, offs_d, lo, hi, n_k, qk_scale,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """Accumulate dS K (without the scale) of one query block over key blocks [lo, hi)."""
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + offs_n0  # (Bc,) key rows
+        ptrs = offs_n[:, None] * stride_n + offs_d[None, :]  # (Bc, d)
+        if MASKED:
+            k = tl.load(K + ptrs, mask=offs_n[:, None] < n_k, other=0.0)
+            v = tl.load(V + ptrs, mask=offs_n[:, None] < n_k, other=0.0)
+        else:
+            k = tl.load(K + ptrs)
+            v = tl.load(V + ptrs)
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (Br, Bc), log2 units
+        p = tl.exp2(s - lse2[:, None])
+        if MASKED:
+            allowed = offs_n[None, :] < n_k
+            if CAUSAL:
+                allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
+            p = tl.where(allowed, p, 0.0)
+        dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)  # (Br, Bc)
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, acc=dq, input_precision=PRECISION)  # += dS K
+    return dq
+
+
+@triton.autotune(configs=DQ_CONFIGS, key=_TUNE_KEY)
+@triton.jit
+def _bwd_dq_kernel(
+    # pointers, all contiguous: Q, dO, dQ (B, H, Nq, d); K, V (B, H, Nk, d); LSE, DELTA (B, H, Nq)
+    Q, K, V, DO, LSE, DELTA, DQ,
+    n_q, n_k, sm_scale, qk_scale,
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    if CAUSAL:
+        pid_m = tl.num_programs(0) - 1 - pid_m
+    pid_bh = tl.program_id(1).to(tl.int64)
+    Q += pid_bh * n_q * HEAD_DIM
+    DO += pid_bh * n_q * HEAD_DIM
+    DQ += pid_bh * n_q * HEAD_DIM
+    K += pid_bh * n_k * HEAD_DIM
+    V += pid_bh * n_k * HEAD_DIM
+    LSE += pid_bh * n_q
+    DELTA += pid_bh * n_q
+
+    m0 = pid_m * BLOCK_M
+    offs_m = m0 + tl.arange(0, BLOCK_M)  # (Br,)
+    offs_n0 = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    ptrs = offs_m[:, None] * HEAD_DIM + offs_d[None, :]  # (Br, d)
+    row_ok = offs_m < n_q
+    q = tl.load(Q + ptrs, mask=row_ok[:, None], other=0.0)
+    do = tl.load(DO + ptrs, mask=row_ok[:, None], other=0.0)
+    lse2 = tl.load(LSE + offs_m, mask=row_ok, other=0.0) * LOG2E
+    delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+
+    if CAUSAL:  # the same split of key blocks as the forward pass
+        end = tl.minimum(m0 + BLOCK_M, n_k)
+        full_end = tl.minimum(m0, n_k) // BLOCK_N * BLOCK_N
+    else:
+        end = n_k
+        full_end = n_k // BLOCK_N * BLOCK_N
+    dq = _bwd_dq_inner(dq, q, do, lse2, delta, K, V, HEAD_DIM, offs_m, offs_n0, offs_d,
+                       0, full_end, n_k, qk_scale, False, CAUSAL, PRECISION, BLOCK_N)
+    dq = _bwd_dq_inner(dq, q, do, lse2, delta, K, V, HEAD_DIM, offs_m, offs_n0, offs_d,
+                       full_end, end, n_k, qk_scale, True, CAUSAL, PRECISION, BLOCK_N)
+    tl.store(DQ + ptrs, (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
+
+
+# --- wrappers: check inputs, allocate, launch ------------------------------------------------
+def _check_tensor(name, t, rank=4):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape (B, H, N, d), got {type(t).__name__}")
+    if t.dim() != rank:
+        raise ValueError(f"{name} must have shape (B, H, N, d) (4 dims), got shape {tuple(t.shape)}")
+    if t.dtype not in DTYPES:
+        raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+
+
+def _check_device(t):
+    if t.device.type == "cpu" and not INTERPRET:
+        raise ValueError(
+            "q is on the CPU but Triton is not in interpreter mode: move the tensors to a CUDA "
+            "device, or set TRITON_INTERPRET=1 before importing triton to run on the CPU")
+    if t.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"q must be on a CUDA device (or the CPU under TRITON_INTERPRET=1), got {t.device}")
+
+
+def _check_qkv(q, k, v, scale):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_tensor(name, t)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    _check_device(q)
+    b, h, n_q, d = q.shape
+    if k.shape[:2] != (b, h) or v.shape[:2] != (b, h):
+        raise ValueError(f"k and v must have q's (B, H) = {(b, h)}, got k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if k.shape[3] != d:
+        raise ValueError(f"k must have shape (B, H, Nk, d) with q's d = {d}, got {tuple(k.shape)}")
+    if v.shape != k.shape:
+        raise ValueError(f"v must have k's shape {tuple(k.shape)} (dv = d), got {tuple(v.shape)}")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"head dim d must be one of {HEAD_DIMS}, got d = {d}")
+    if n_q == 0 or k.shape[2] == 0:
+        raise ValueError(f"sequence lengths must be >= 1, got Nq = {n_q}, Nk = {k.shape[2]}")
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0 or math.isinf(scale):
+        raise ValueError(f"scale must be a positive finite number or None, got {scale!r}")
+    return float(scale)
+
+
+def _precision(dtype):
+    return "ieee" if dtype == torch.float32 else "tf32"  # "tf32" is ignored for 16-bit inputs
+
+
+def forward(q, k, v, causal=False, scale=None):
+    """O = softmax(scale · Q Kᵀ) V, tiled, with the logsumexp saved for the backward pass.
+
+    Args:
+        q: (B, H, Nq, d) queries; float16, bfloat16 or float32; d in {16, 32, 64, 128}.
+        k: (B, H, Nk, d) keys, q's dtype and device.
+        v: (B, H, Nk, d) values.
+        causal: if True, query i attends key j only when j <= i (top-left aligned).
+        scale: score scale, default 1/sqrt(d).
+
+    Returns:
+        o: (B, H, Nq, d) in q's dtype.
+        lse: (B, H, Nq) float32, natural-log logsumexp of the scaled (and masked) scores.
+    """
+    scale = _check_qkv(q, k, v, scale)
+    causal = bool(causal)
+    b, h, n_q, d = q.shape
+    n_k = k.shape[2]
+    o = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = torch.empty((b, h, n_q), device=q.device, dtype=torch.float32)
+
+    def grid(meta):
+        return (triton.cdiv(n_q, meta["BLOCK_M"]), b * h)
+
+    _fwd_kernel[grid](
+        q, k, v, o, lse,
+        *q.stride(), *k.stride(), *v.stride(), *o.stride(),
+        h, n_q, n_k, scale * LOG2E,
+        HEAD_DIM=d, CAUSAL=causal, PRECISION=_precision(q.dtype),
+    )
+    return o, lse
+
+
+def backward(q, k, v, o, lse, do, causal=False, scale=None):
+    """Gradients of O = attention(Q, K, V) given dO, recomputing P from the saved lse.
+
+    Args:
+        q, k, v: as for :func:`forward`.
+        o: (B, H, Nq, d) the forward output; lse: (B, H, Nq) float32 from :func:`forward`.
+        do: (B, H, Nq, d) gradient of the loss with respect to o.
+        causal, scale: as for :func:`forward` (must match the forward call).
+
+    Returns:
+        dq (B, H, Nq, d), dk (B, H, Nk, d), dv (B, H, Nk, d), in q's dtype.
+    """
+    scale = _check_qkv(q, k, v, scale)
+    causal = bool(causal)
+    for name, t in (("o", o), ("do", do)):
+        _check_tensor(name, t)
+        if t.shape != q.shape:
+            raise ValueError(f"{name} must have q's shape {tuple(q.shape)}, got {tuple(t.shape)}")
+        if t.device != q.device:
+            raise ValueError(f"{name} must be on q's device {q.device}, got {t.device}")
+    if not isinstance(lse, torch.Tensor) or lse.shape != q.shape[:3]:
+        shape = tuple(lse.shape) if isinstance(lse, torch.Tensor) else type(lse).__name__
+        raise ValueError(f"lse must be a tensor of shape (B, H, Nq) = {tuple(q.shape[:3])}, got {shape}")
+    if DQ_STRATEGY not in ("separate", "atomic"):
+        raise ValueError(f"DQ_STRATEGY must be 'separate' or 'atomic', got {DQ_STRATEGY!r}")
+
+    b, h, n_q, d = q.shape
+    n_k = k.shape[2]
+    # The backward kernels index with the head dim as row stride: make everything contiguous.
+    q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))
+    lse = lse.to(torch.float32).contiguous()
+    delta = torch.empty_like(lse)
+    _bwd_delta_kernel[(triton.cdiv(n_q, 64), b * h)](o, do, delta, n_q, HEAD_DIM=d, BLOCK_M=64)
+
+    atomic = DQ_STRATEGY == "atomic"
+    dk = torch.empty_like(k)
+    dv = torch.empty_like(v)
+    dq_acc = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
+    precision = _precision(q.dtype)
+
+    def grid_kv(meta):
+        return (triton.cdiv(n_k, meta["BLOCK_N"]), b * h)
+
+    _bwd_dkdv_kernel[grid_kv](
+        q, k, v, do, lse, delta, dk, dv, dq_acc,
+        n_q, n_k, scale, scale * LOG2E,
+        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, ATOMIC_DQ=atomic,
+    )
+    if atomic:
+        return dq_acc.to(q.dtype), dk, dv
+
+    dq = torch.empty_like(q)
+
+    def grid_q(meta):
+        return (triton.cdiv(n_q, meta["BLOCK_M"]), b * h)
+
+    _bwd_dq_kernel[grid_q](
+        q, k, v, do, lse, delta, dq,
+        n_q, n_k, scale, scale * LOG2E,
+        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision,
+    )
+    return dq, dk, dv
+
+
+class _FlashAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale):
+        o, lse = forward(q, k, v, causal=causal, scale=scale)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal = causal
+        ctx.scale = scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = backward(q, k, v, o, lse, do, causal=ctx.causal, scale=ctx.scale)
+        return dq, dk, dv, None, None
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """Differentiable FlashAttention: ``attention(q, k, v).backward(do)`` fills q.grad, k.grad,
+    v.grad through :func:`backward`. Shapes and arguments as for :func:`forward`; returns o."""
+    return _FlashAttention.apply(q, k, v, causal, scale)
