@@ -407,6 +407,12 @@ def _check_qkv(q, k, v, scale):
         _check_tensor(name, t)
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if INTERPRET and q.dtype == torch.bfloat16:
+        # Triton's CPU interpreter (checked with triton 3.9.0) computes tl.dot on bfloat16
+        # tiles as garbage, while loads and stores are right; refuse rather than mislead.
+        raise TypeError("bfloat16 is not supported under TRITON_INTERPRET=1 (the interpreter's "
+                        "tl.dot is wrong for bfloat16); use float16 or float32 on the CPU, "
+                        "or run on a CUDA GPU")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
     _check_device(q)

@@ -1,0 +1,324 @@
+"""FlashAttention in NumPy: exact attention, computed tile by tile, never materialising S or P.
+
+Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness"
+(arXiv:2205.14135). The full arrays below play the part of GPU HBM; the slices we work on play
+the part of tiles in on-chip SRAM, and every copy between the two is counted by a
+:class:`~nlpcore.kernels.trace.Mover` (so ``io=`` sees exactly the algorithm's traffic).
+
+Forward, for a query tile i (rows q0:q1) and a key tile j (columns k0:k1)::
+
+    S_ij = scale · Q_i K_jᵀ                          (Br, Bc)  masked entries set to -inf
+    (m̃, l̃) = rowmax(S_ij), rowsum(exp(S_ij − m̃))    the tile's online-softmax state
+    (m, l) ← (m, l) ⊕ (m̃, l̃)                         the monoid of ``online_softmax``
+    O_i ← (α · l_old · O_i + β · exp(S_ij − m̃) V_j) / l,   α = exp(m_old − m), β = exp(m̃ − m)
+
+After the last key tile, O_i is exact softmax(S_i) V and lse_i = m + log l.
+
+Loop order (a documented choice, ``loop_order=``):
+- ``"kv_outer"`` (default) is the paper's Algorithm 1: the outer loop walks key/value tiles,
+  the inner loop walks query tiles, and O, l, m are read from and written back to HBM at every
+  step. This is the order whose IO the paper analyses (Theorem 2: Θ(N²d²/M)).
+- ``"q_outer"`` is FlashAttention-2's order (Dao 2023): each query tile stays in SRAM while
+  all key tiles stream past, so O is written once. Same arithmetic, less traffic.
+
+Backward (the paper's Algorithm 4, with FlashAttention-2's precomputed D): P is *recomputed*
+per tile from the saved lse, P_ij = exp(S_ij − lse_i), and the softmax Jacobian uses
+D = rowsum(dO ∘ O), which equals rowsum(dP ∘ P) because dPᵢ·Pᵢ = dOᵢ·(Pᵢ V) = dOᵢ·Oᵢ.
+
+Conventions shared with ``reference``: query i may attend key j iff j <= i under ``causal``
+(top-left aligned); ``mask`` is True where attending is allowed; a row with no allowed key
+returns o = 0, lse = -inf and zero gradients, without NaN or warnings; 16-bit inputs accumulate
+in float32. Under ``causal`` a tile lying entirely above the diagonal is skipped (not loaded).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ._checks import allowed_tile, attention_inputs, check_backward_inputs, positive_int, unbroadcast
+from .io_model import LOOP_ORDERS, IOCounter, block_sizes
+from .online_softmax import State, combine, identity, safe_shift
+from .trace import Mover
+
+# Tile sizes used when neither block sizes nor an SRAM size are given. NumPy pays a fixed cost
+# per call, so big tiles are fast; these keep a (Br, Bc) score tile at 128 KiB of float32.
+DEFAULT_BLOCK_Q = 128
+DEFAULT_BLOCK_K = 256
+
+
+def _tile_sizes(block_q, block_k, sram_bytes, d: int, itemsize: int) -> Tuple[int, int]:
+    """(Br, Bc): explicit block sizes win; else the paper's rule from sram_bytes; else defaults."""
+    if sram_bytes is not None:
+        sram_bytes = positive_int(sram_bytes, "sram_bytes")
+        if sram_bytes < itemsize:
+            raise ValueError(
+                "sram_bytes must hold at least one element ({} bytes), got {}".format(itemsize, sram_bytes)
+            )
+        br, bc = block_sizes(sram_bytes // itemsize, d)
+    else:
+        br, bc = DEFAULT_BLOCK_Q, DEFAULT_BLOCK_K
+    if block_q is not None:
+        br = positive_int(block_q, "block_q")
+    if block_k is not None:
+        bc = positive_int(block_k, "block_k")
+    return br, bc
+
+
+def _span(index: int, size: int, n: int) -> Tuple[int, int]:
+    """Rows [start, stop) of tile ``index`` when n rows are cut into tiles of ``size``."""
+    return index * size, min(n, (index + 1) * size)
+
+
+def _causal_skip(rows, cols) -> bool:
+    """True when every key of the tile comes after every query (j > i throughout)."""
+    return cols[0] > rows[1] - 1
+
+
+def _scores(x, q_i, k_j, rows, cols) -> np.ndarray:
+    """S_ij = scale · Q_i K_jᵀ (..., Br, Bc), with -inf where attending is not allowed."""
+    s = np.matmul(q_i, np.swapaxes(k_j, -1, -2))  # (..., Br, d) @ (..., d, Bc) -> (..., Br, Bc)
+    s *= x.acc.type(x.scale)
+    allowed = allowed_tile(x, rows, cols)  # (..., Br, Bc) or None
+    if allowed is not None:
+        s = np.where(allowed, s, x.acc.type(-np.inf))
+    return s
+
+
+def _absorb(state: State, acc_o: np.ndarray, s: np.ndarray, v_j: np.ndarray):
+    """Fold one score tile into a row block's running state and unnormalised output.
+
+    state (m, l) (..., Br); acc_o = l·O (..., Br, dv); s (..., Br, Bc); v_j (..., Bc, dv).
+    Returns the new state and the new unnormalised output, both rescaled to the new max.
+    """
+    m_tile = s.max(axis=-1)  # (..., Br)
+    p_tile = np.exp(s - safe_shift(m_tile)[..., None])  # (..., Br, Bc), 0 where masked
+    new = combine(state, State(m_tile, p_tile.sum(axis=-1)))
+    shift = safe_shift(new.m)
+    alpha = np.exp(state.m - shift)[..., None]  # rescales what we had
+    beta = np.exp(m_tile - shift)[..., None]  # rescales the new tile
+    return new, alpha * acc_o + beta * np.matmul(p_tile, v_j)
+
+
+def _normalise(acc_o: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """O = acc_o / l, with O = 0 where l = 0 (no allowed key yet)."""
+    l = l[..., None]
+    return np.divide(acc_o, l, out=np.zeros_like(acc_o), where=l > 0)
+
+
+def _lse(state: State) -> np.ndarray:
+    """log Σ exp = m + log l, -inf where l = 0."""
+    out = np.full(state.l.shape, -np.inf, dtype=state.l.dtype)
+    np.log(state.l, out=out, where=state.l > 0)
+    return out + safe_shift(state.m)  # m = -inf exactly where l = 0, and there the shift is 0
+
+
+def forward(
+    q,
+    k,
+    v,
+    *,
+    causal: bool = False,
+    mask=None,
+    scale=None,
+    block_q: Optional[int] = None,
+    block_k: Optional[int] = None,
+    sram_bytes: Optional[int] = None,
+    io: Optional[IOCounter] = None,
+    trace: Optional[list] = None,
+    loop_order: str = "kv_outer",
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact attention O = softmax(scale · Q Kᵀ + mask) V, tile by tile.
+
+    Args:
+        q: (..., Nq, d) queries. k: (..., Nk, d) keys. v: (..., Nk, dv) values.
+            Leading (batch, head) axes broadcast.
+        causal: query i may attend key j only when j <= i (top-left aligned).
+        mask: boolean, broadcastable to (..., Nq, Nk); True = may attend. Key padding:
+            (..., 1, Nk).
+        scale: score scale, default 1/sqrt(d).
+        block_q, block_k: tile sizes Br, Bc (rows of Q and of K/V per tile).
+        sram_bytes: SRAM size M in bytes; when given, Br and Bc follow the paper's rule
+            (``io_model.block_sizes(sram_bytes // itemsize, d)``) unless set explicitly.
+        io: an ``IOCounter`` that counts every tile load and store.
+        trace: a list that receives the events described in ``nlpcore.kernels.trace``.
+        loop_order: "kv_outer" (Algorithm 1, default) or "q_outer" (FlashAttention-2).
+
+    Returns:
+        o: (..., Nq, dv), q's dtype; 0 for rows with no allowed key.
+        lse: (..., Nq), accumulation dtype (float32 for 16-bit inputs); -inf for such rows.
+    """
+    if loop_order not in LOOP_ORDERS:
+        raise ValueError("loop_order must be one of {}, got {!r}".format(LOOP_ORDERS, loop_order))
+    x = attention_inputs(q, k, v, causal=causal, mask=mask, scale=scale)
+    acc = x.acc
+    n_q, d = x.q.shape[-2:]
+    n_k, dv = x.v.shape[-2:]
+    in_bytes = np.dtype(np.result_type(x.q.dtype, x.k.dtype, x.v.dtype)).itemsize
+    br, bc = _tile_sizes(block_q, block_k, sram_bytes, d, in_bytes)
+    t_r, t_c = -(-n_q // br), -(-n_k // bc)
+    mover = Mover(io, trace, int(np.prod(x.batch, dtype=np.int64)), in_bytes, acc.itemsize)
+    mover.note(
+        {
+            "op": "begin", "pass": "forward", "n_q": n_q, "n_k": n_k, "d": d, "dv": dv,
+            "br": br, "bc": bc, "t_r": t_r, "t_c": t_c, "loop_order": loop_order,
+            "causal": bool(causal), "dtype_bytes": in_bytes,
+        }
+    )
+    # HBM-resident output and statistics. O is kept in the accumulation dtype so that the
+    # repeated rescaling of Algorithm 1 does not round to 16 bits at every step; it is counted
+    # at the input's element size, as a GPU kernel would store it.
+    o = np.zeros(x.batch + (n_q, dv), dtype=acc)  # (..., Nq, dv)
+    lse = np.empty(x.batch + (n_q,), dtype=acc)  # (..., Nq)
+
+    if loop_order == "q_outer":
+        for i in range(t_r):
+            rows = _span(i, br, n_q)
+            q_i = mover.load("Q", x.q, rows, i, acc)  # (..., Br, d)
+            state = identity(x.batch + (rows[1] - rows[0],), acc)
+            acc_o = np.zeros(x.batch + (rows[1] - rows[0], dv), dtype=acc)  # (..., Br, dv)
+            for j in range(t_c):
+                cols = _span(j, bc, n_k)
+                if causal and _causal_skip(rows, cols):
+                    mover.note({"op": "skip", "i": i, "j": j, "rows": list(rows), "cols": list(cols), "reason": "causal"})
+                    continue
+                k_j = mover.load("K", x.k, cols, j, acc)  # (..., Bc, d)
+                v_j = mover.load("V", x.v, cols, j, acc)  # (..., Bc, dv)
+                s = _scores(x, q_i, k_j, rows, cols)
+                mover.tile(i, j, rows, cols, s)
+                state, acc_o = _absorb(state, acc_o, s, v_j)
+                mover.state(i, j, rows, state.m, state.l)
+            mover.store("O", o, rows, _normalise(acc_o, state.l), i)
+            mover.store("lse", lse, rows, _lse(state), i)
+    else:
+        m = np.full(x.batch + (n_q,), -np.inf, dtype=acc)  # (..., Nq) running max
+        l = np.zeros(x.batch + (n_q,), dtype=acc)  # (..., Nq) running sum
+        # Algorithm 1, line 2: initialise O = 0, l = 0, m = -inf in HBM.
+        mover.store("O", o, (0, n_q), o, None)
+        mover.store("l", l, (0, n_q), l)
+        mover.store("m", m, (0, n_q), m)
+        for j in range(t_c):
+            cols = _span(j, bc, n_k)
+            k_j = mover.load("K", x.k, cols, j, acc)  # (..., Bc, d)
+            v_j = mover.load("V", x.v, cols, j, acc)  # (..., Bc, dv)
+            for i in range(t_r):
+                rows = _span(i, br, n_q)
+                if causal and _causal_skip(rows, cols):
+                    mover.note({"op": "skip", "i": i, "j": j, "rows": list(rows), "cols": list(cols), "reason": "causal"})
+                    continue
+                q_i = mover.load("Q", x.q, rows, i, acc)  # (..., Br, d)
+                o_i = mover.load("O", o, rows, i)  # (..., Br, dv), normalised so far
+                state = State(mover.load("m", m, rows, i), mover.load("l", l, rows, i))
+                s = _scores(x, q_i, k_j, rows, cols)
+                mover.tile(i, j, rows, cols, s)
+                state, acc_o = _absorb(state, state.l[..., None] * o_i, s, v_j)
+                mover.state(i, j, rows, state.m, state.l)
+                mover.store("O", o, rows, _normalise(acc_o, state.l), i)
+                mover.store("l", l, rows, state.l, i)
+                mover.store("m", m, rows, state.m, i)
+        final = State(mover.load("m", m, (0, n_q)), mover.load("l", l, (0, n_q)))
+        mover.store("lse", lse, (0, n_q), _lse(final))
+    mover.end()
+    return o.astype(np.asarray(q).dtype), lse
+
+
+def backward(
+    q,
+    k,
+    v,
+    o,
+    lse,
+    do,
+    *,
+    causal: bool = False,
+    mask=None,
+    scale=None,
+    block_q: Optional[int] = None,
+    block_k: Optional[int] = None,
+    sram_bytes: Optional[int] = None,
+    io: Optional[IOCounter] = None,
+    trace: Optional[list] = None,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of tiled attention by recomputation, K/V tiles outer.
+
+    For each key tile j and query tile i::
+
+        P_ij = exp(S_ij − lse_i)                 recomputed, never stored   (Br, Bc)
+        dV_j += P_ijᵀ dO_i
+        dP_ij = dO_i V_jᵀ
+        dS_ij = P_ij ∘ (dP_ij − D_i)             D = rowsum(dO ∘ O), computed once
+        dQ_i += scale · dS_ij K_j                read-modify-write in HBM
+        dK_j += scale · dS_ijᵀ Q_i
+
+    Args:
+        q, k, v, causal, mask, scale, block_q, block_k, sram_bytes, io, trace: as in
+            :func:`forward` (use the same masks and scale as the forward call).
+        o: (..., Nq, dv) and lse: (..., Nq), from :func:`forward`.
+        do: (..., Nq, dv), gradient of the loss with respect to o.
+
+    Returns:
+        dq (..., Nq, d), dk (..., Nk, d), dv (..., Nk, dv) in the shapes and dtypes of q, k, v.
+        Rows with no allowed key (lse = -inf) contribute zero gradient.
+    """
+    x = attention_inputs(q, k, v, causal=causal, mask=mask, scale=scale)
+    o, lse, do = check_backward_inputs(x, o, lse, do)
+    acc = x.acc
+    n_q, d = x.q.shape[-2:]
+    n_k, dv = x.v.shape[-2:]
+    in_bytes = np.dtype(np.result_type(x.q.dtype, x.k.dtype, x.v.dtype)).itemsize
+    br, bc = _tile_sizes(block_q, block_k, sram_bytes, d, in_bytes)
+    t_r, t_c = -(-n_q // br), -(-n_k // bc)
+    mover = Mover(io, trace, int(np.prod(x.batch, dtype=np.int64)), in_bytes, acc.itemsize)
+    mover.note(
+        {
+            "op": "begin", "pass": "backward", "n_q": n_q, "n_k": n_k, "d": d, "dv": dv,
+            "br": br, "bc": bc, "t_r": t_r, "t_c": t_c, "loop_order": "kv_outer",
+            "causal": bool(causal), "dtype_bytes": in_bytes,
+        }
+    )
+    lse = lse.astype(acc)
+    # D = rowsum(dO ∘ O), one pass over dO and O before the main loop.
+    whole = (0, n_q)
+    big_d = np.sum(mover.load("dO", do, whole, None, acc) * mover.load("O", o, whole, None, acc), axis=-1)
+    big_d_hbm = np.empty(x.batch + (n_q,), dtype=acc)  # (..., Nq)
+    mover.store("D", big_d_hbm, whole, big_d)
+    dq = np.zeros(x.batch + (n_q, d), dtype=acc)  # (..., Nq, d), accumulated in HBM
+    dk = np.empty(x.batch + (n_k, d), dtype=acc)  # (..., Nk, d)
+    dv_out = np.empty(x.batch + (n_k, dv), dtype=acc)  # (..., Nk, dv)
+    mover.store("dQ", dq, whole, dq, None)
+    scale_acc = acc.type(x.scale)
+    for j in range(t_c):
+        cols = _span(j, bc, n_k)
+        k_j = mover.load("K", x.k, cols, j, acc)  # (..., Bc, d)
+        v_j = mover.load("V", x.v, cols, j, acc)  # (..., Bc, dv)
+        dk_j = np.zeros(x.batch + (cols[1] - cols[0], d), dtype=acc)
+        dv_j = np.zeros(x.batch + (cols[1] - cols[0], dv), dtype=acc)
+        for i in range(t_r):
+            rows = _span(i, br, n_q)
+            if causal and _causal_skip(rows, cols):
+                mover.note({"op": "skip", "i": i, "j": j, "rows": list(rows), "cols": list(cols), "reason": "causal"})
+                continue
+            q_i = mover.load("Q", x.q, rows, i, acc)  # (..., Br, d)
+            do_i = mover.load("dO", do, rows, i, acc)  # (..., Br, dv)
+            dq_i = mover.load("dQ", dq, rows, i)  # (..., Br, d)
+            lse_i = mover.load("lse", lse, rows, i)  # (..., Br)
+            d_i = mover.load("D", big_d_hbm, rows, i)  # (..., Br)
+            s = _scores(x, q_i, k_j, rows, cols)
+            mover.tile(i, j, rows, cols, s)
+            p = np.exp(s - safe_shift(lse_i)[..., None])  # (..., Br, Bc); 0 where masked
+            dv_j += np.matmul(np.swapaxes(p, -1, -2), do_i)
+            dp = np.matmul(do_i, np.swapaxes(v_j, -1, -2))  # (..., Br, Bc)
+            ds = p * (dp - d_i[..., None])  # (..., Br, Bc)
+            dq_i = dq_i + scale_acc * np.matmul(ds, k_j)
+            mover.store("dQ", dq, rows, dq_i, i)
+            dk_j += scale_acc * np.matmul(np.swapaxes(ds, -1, -2), q_i)
+        mover.store("dK", dk, cols, dk_j, j)
+        mover.store("dV", dv_out, cols, dv_j, j)
+    mover.end()
+    q, k, v = (np.asarray(t) for t in (q, k, v))
+    return (
+        unbroadcast(dq, q.shape).astype(q.dtype),
+        unbroadcast(dk, k.shape).astype(k.dtype),
+        unbroadcast(dv_out, v.shape).astype(v.dtype),
+    )
