@@ -61,3 +61,18 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   fi
   touch "$stamp"
 fi
+
+# Python 3.8 + NumPy 1.17.5, the browser's Pyodide versions, so the core kernels are also tested
+# on CPython 3.8 (tests/test_py38_compat.py). Optional: skipped where no python3.8 exists.
+if [ "$what" = test ] && [ ! -x .venv38/bin/python ]; then
+  py38=$(command -v python3.8 || ls "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.8*/bin/python3.8 2>/dev/null | head -n 1 || true)
+  if [ -n "$py38" ]; then
+    echo "setup: creating .venv38 with $py38 and numpy 1.17.5"
+    if ! { "$py38" -m venv .venv38 && .venv38/bin/python -m pip install -q "numpy==1.17.5"; }; then
+      echo "setup: warning: could not set up .venv38; the Python 3.8 smoke test will be skipped" >&2
+      rm -rf .venv38
+    fi
+  else
+    echo "setup: note: no python3.8 found; the Python 3.8 smoke test will be skipped"
+  fi
+fi
