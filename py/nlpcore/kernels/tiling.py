@@ -7,7 +7,8 @@ This is FlashAttention's SRAM budget (Dao et al. 2022, arXiv:2205.14135, Algorit
 "set block sizes Bc = ceil(M / 4d), Br = min(ceil(M / 4d), d)") restated for a GPU whose
 on-chip memory per workgroup is a hard, portable 16 KiB. The shader keeps these arrays per
 workgroup (element counts; the first three hold input elements of ``dtype_bytes`` each, the
-rest are float32 accumulators, as in every FlashAttention kernel):
+rest are float32 accumulators, as in every FlashAttention kernel; each array counts rounded up
+to a multiple of 16 bytes, as the WebGPU spec counts it):
 
     q_tile     Br x d      the query tile Q_i, loaded once
     k_tile     Bc x d      the key tile K_j, reloaded for every j
@@ -88,38 +89,48 @@ class TilePlan:
         }
 
 
+def _storage_bytes(elements: int, element_bytes: int) -> int:
+    """Bytes one workgroup array counts for: the WebGPU spec sums roundUp(16, SizeOf(T)) over
+    the workgroup variables an entry point uses when it checks maxComputeWorkgroupStorageSize
+    (Dawn enforces this; a plan summing raw sizes can overshoot by up to 15 bytes per array)."""
+    size = elements * element_bytes
+    return (size + 15) // 16 * 16
+
+
 def workgroup_arrays(br: int, bc: int, d: int, dv: int, dtype_bytes: int) -> Tuple[Tuple[str, int], ...]:
     """(name, bytes) of each workgroup array for tiles Br x Bc; see the module docstring."""
     acc = ACCUMULATOR_BYTES
     return (
-        ("q_tile", br * d * dtype_bytes),
-        ("k_tile", bc * d * dtype_bytes),
-        ("v_tile", bc * dv * dtype_bytes),
-        ("s_tile", br * bc * acc),
-        ("o_tile", br * dv * acc),
-        ("m_row", br * acc),
-        ("l_row", br * acc),
-        ("alpha_row", br * acc),
+        ("q_tile", _storage_bytes(br * d, dtype_bytes)),
+        ("k_tile", _storage_bytes(bc * d, dtype_bytes)),
+        ("v_tile", _storage_bytes(bc * dv, dtype_bytes)),
+        ("s_tile", _storage_bytes(br * bc, acc)),
+        ("o_tile", _storage_bytes(br * dv, acc)),
+        ("m_row", _storage_bytes(br, acc)),
+        ("l_row", _storage_bytes(br, acc)),
+        ("alpha_row", _storage_bytes(br, acc)),
     )
 
 
 def bytes_needed(br: int, bc: int, d: int, dv: int, dtype_bytes: int) -> int:
-    """Total workgroup bytes for tiles Br x Bc."""
+    """Total workgroup bytes for tiles Br x Bc, as WebGPU counts them."""
     return sum(b for _, b in workgroup_arrays(br, bc, d, dv, dtype_bytes))
 
 
 def largest_d(dtype_bytes: int, storage_limit: int, dv: Optional[int] = None) -> int:
-    """The largest head dimension d that fits with the smallest tiles (Br = Bc = 1).
+    """The largest head dimension d that fits with the smallest tiles (Br = Bc = 1), with
+    dv = d when ``dv`` is None. Returns 0 when not even d = 1 fits."""
+    def fits(d: int) -> bool:
+        return bytes_needed(1, 1, d, d if dv is None else dv, dtype_bytes) <= storage_limit
 
-    With dv = d the need is 3·d·dtype_bytes + 4·(d + 4) bytes; with a fixed dv it is
-    2·d·dtype_bytes plus a constant. Returns 0 when not even d = 1 fits.
-    """
-    acc = ACCUMULATOR_BYTES
-    if dv is None:
-        fit = (storage_limit - 4 * acc) // (3 * dtype_bytes + acc)
-    else:
-        fit = (storage_limit - dv * dtype_bytes - (dv + 4) * acc) // (2 * dtype_bytes)
-    return max(int(fit), 0)
+    lo, hi = 0, storage_limit  # fits(lo) or lo == 0; the need grows with d, so bisect
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def plan(

@@ -1,0 +1,374 @@
+"""A NumPy float32 re-enactment of ``wgsl/flash_fwd.wgsl``, and the dispatch spec that runs it.
+
+The shader computes exact attention with FlashAttention's tiling (Dao et al. 2022,
+arXiv:2205.14135; loop order of FlashAttention-2, Dao 2023, arXiv:2307.08691): one workgroup
+per query tile Q_i keeps Q_i and its output accumulator in ``var<workgroup>`` memory and streams
+the key/value tiles K_j, V_j through it, keeping a running max m and sum l per row (the online
+softmax of Milakov & Gimelshein 2018, arXiv:1805.02867). :func:`forward` below does the same
+steps in the same order with the same names, in float32, so the GPU and this mirror agree to
+float32 rounding. Where the shader shares a tile's elements among its WG invocations
+(``for (var e = t; e < BR * BC; e += WG)``), the mirror does the whole tile in one NumPy
+statement; the barriers sit between those statements in both.
+
+The same module builds the *dispatch spec* (plain data: shader file, override constants,
+buffers as little-endian bytes, workgroup counts) that the page's ``gpu.js`` and CPython's
+:mod:`nlpcore.kernels.flash_wgpu` both execute, and decodes the output bytes they hand back.
+It is pure NumPy, so it runs inside Pyodide too.
+
+Masked scores. WGSL has no infinity literal and lets an implementation assume floats are
+finite, so the shader marks a masked score with the finite sentinel :data:`MASKED_SCORE`
+(-1e30) instead of -inf, sets its probability to exactly 0 by comparison, and writes
+``lse = MASKED_SCORE`` for a row with no allowed key. The mirror does the same, and
+:func:`decode_outputs` turns that sentinel back into -inf.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, NamedTuple, Optional, Tuple
+
+import numpy as np
+
+from . import tiling
+from ._checks import attention_inputs
+
+MASKED_SCORE = np.float32(-1.0e30)
+"""The shader's ``const MASKED_SCORE``: a masked score (and the lse of a fully masked row)."""
+
+SCORE_LIMIT = 1.0e29
+"""Inputs must keep |scale · q·k| below this, a tenth of |MASKED_SCORE|, so a real score is
+never mistaken for (or overflows near) the sentinel."""
+
+FLASH_SHADER = "flash_fwd.wgsl"
+NAIVE_SHADER = "attention_naive.wgsl"
+SHADERS = (FLASH_SHADER, NAIVE_SHADER)
+
+MAX_BUFFER_BYTES = 134217728
+"""WebGPU's default ``maxStorageBufferBindingSize`` (128 MiB)."""
+
+MAX_WORKGROUPS = 65535
+"""WebGPU's default ``maxComputeWorkgroupsPerDimension``."""
+
+PARAMS_BYTES = 32
+"""Size of the shaders' ``struct Params``: six u32, one f32 and one u32 of padding."""
+
+
+class Launch(NamedTuple):
+    """Everything one dispatch needs, already in the shader's memory layout.
+
+    q (B, Nq, d), k (B, Nk, d), v (B, Nk, dv): contiguous float32, leading axes flattened to B.
+    mask_bits: uint32 words, bit ``b·mask_batch_stride + qi·mask_row_stride + kj`` set when
+    query qi of batch entry b may attend key kj (at least one word, even when unused).
+    """
+
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    mask_bits: np.ndarray
+    causal: bool
+    has_mask: bool
+    mask_batch_stride: int
+    mask_row_stride: int
+    scale: np.float32
+    plan: tiling.TilePlan
+    batch: Tuple[int, ...]
+
+    def params_bytes(self) -> bytes:
+        """``struct Params`` as the shaders read it (little-endian)."""
+        b, n_q, _ = self.q.shape
+        n_k = self.k.shape[1]
+        words = np.array(
+            [n_q, n_k, int(self.causal), int(self.has_mask), self.mask_batch_stride, self.mask_row_stride],
+            dtype="<u4",
+        )
+        return words.tobytes() + np.array([self.scale], dtype="<f4").tobytes() + bytes(4)
+
+
+def _pack_bits(allowed: np.ndarray) -> np.ndarray:
+    """Booleans, flattened in C order, to little-endian u32 words (bit n of the stream is bit
+    n % 32 of word n // 32)."""
+    packed = np.packbits(allowed.ravel(), bitorder="little")  # uint8, 8 bits per byte
+    packed = np.concatenate([packed, np.zeros((-len(packed)) % 4, dtype=np.uint8)])  # whole words
+    return packed.view("<u4")
+
+
+def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None) -> Launch:
+    """Validate inputs and lay them out as the shader reads them.
+
+    Raises ValueError/TypeError naming the argument for bad shapes, dtypes, non-finite values,
+    a plan made for other head dims, or buffers over WebGPU's default limits.
+    """
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError("causal must be True or False, got {!r}".format(causal))
+    x = attention_inputs(q, k, v, causal=False, mask=mask, scale=scale)
+    n_q, d = x.q.shape[-2:]
+    n_k, dv = x.v.shape[-2:]
+    n_batch = int(np.prod(x.batch, dtype=np.int64)) if x.batch else 1
+
+    if plan is None:
+        plan = tiling.plan(d, 4, dv=dv)
+    elif not isinstance(plan, tiling.TilePlan):
+        raise TypeError("plan must be a nlpcore.kernels.tiling.TilePlan or None, got {!r}".format(plan))
+    elif (plan.d, plan.dv, plan.dtype_bytes) != (d, dv, 4):
+        raise ValueError(
+            "plan was made for d={}, dv={}, dtype_bytes={} but the inputs need d={}, dv={}, "
+            "dtype_bytes=4 (the shader is float32): call tiling.plan({}, 4, dv={})".format(
+                plan.d, plan.dv, plan.dtype_bytes, d, dv, d, dv
+            )
+        )
+
+    arrays = []
+    for name, a in (("q", x.q), ("k", x.k), ("v", x.v)):
+        with np.errstate(over="ignore"):
+            a32 = np.ascontiguousarray(a, dtype=np.float32).reshape((n_batch,) + a.shape[-2:])
+        if not np.isfinite(a32).all():
+            raise ValueError("{} must be finite in float32 (no inf, NaN or |x| > 3.4e38)".format(name))
+        arrays.append(a32)
+    q32, k32, v32 = arrays
+    scale32 = np.float32(x.scale)
+    bound = abs(float(scale32)) * d * float(np.abs(q32).max()) * float(np.abs(k32).max())
+    if bound >= SCORE_LIMIT:
+        raise ValueError(
+            "scale · q·k may reach {:.3g}; the shader needs |scores| < {:.0e} to keep them apart "
+            "from the masked-score sentinel {:.0e}: scale q or k down".format(
+                bound, SCORE_LIMIT, float(MASKED_SCORE)
+            )
+        )
+
+    has_mask = x.allowed is not None
+    batch_stride = row_stride = 0
+    if has_mask:
+        key_padding = np.asarray(mask).shape[-2] == 1
+        if key_padding:  # (..., 1, Nk): one row of bits per batch entry, shared by every query
+            bits, row_stride, batch_stride = x.allowed[..., 0, :], 0, n_k
+        else:  # a full (..., Nq, Nk) mask
+            bits, row_stride, batch_stride = x.allowed, n_k, n_q * n_k
+        mask_bits = _pack_bits(np.ascontiguousarray(bits).reshape(n_batch, -1))
+    else:
+        mask_bits = np.zeros(1, dtype="<u4")
+
+    sizes = {"q": q32.nbytes, "k": k32.nbytes, "v": v32.nbytes, "mask": mask_bits.nbytes,
+             "o": n_batch * n_q * dv * 4}
+    for name, size in sizes.items():
+        if size > MAX_BUFFER_BYTES:
+            raise ValueError(
+                "buffer {} would take {} bytes, over WebGPU's default maxStorageBufferBindingSize "
+                "of {} bytes: use fewer rows or batch entries".format(name, size, MAX_BUFFER_BYTES)
+            )
+    return Launch(q32, k32, v32, mask_bits, bool(causal), has_mask, batch_stride, row_stride,
+                  scale32, plan, tuple(x.batch))
+
+
+def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None,
+                  shader: str = FLASH_SHADER) -> dict:
+    """The dispatch spec (plain data) that runs ``shader`` on these inputs.
+
+    Args:
+        q (..., Nq, d), k (..., Nk, d), v (..., Nk, dv), causal, mask, scale: as in
+            :func:`forward`.
+        plan: the tile plan (default ``tiling.plan(d, 4, dv=dv)``); the naive shader uses only
+            its workgroup size.
+        shader: ``"flash_fwd.wgsl"`` or ``"attention_naive.wgsl"`` (the baseline, which also
+            gets a scratch (B, Nq, Nk) binding ``s`` for the scores it materialises).
+
+    Returns:
+        ``{"shader", "entry", "constants", "bindings", "workgroups", "meta"}``: bindings are
+        ``{"binding", "type", "data" (bytes or None = zero-filled), "size", "name", "output"}``;
+        outputs ``o`` and ``lse`` are to be read back as bytes and passed to
+        :func:`decode_outputs`; ``meta`` carries shapes and the plan for display.
+    """
+    if shader not in SHADERS:
+        raise ValueError("shader must be one of {}, got {!r}".format(list(SHADERS), shader))
+    launch = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan)
+    n_batch, n_q, d = launch.q.shape
+    n_k, dv = launch.v.shape[1:]
+    plan = launch.plan
+
+    bindings = [
+        _binding(0, "uniform", "params", launch.params_bytes()),
+        _binding(1, "read-only-storage", "q", launch.q.astype("<f4").tobytes()),
+        _binding(2, "read-only-storage", "k", launch.k.astype("<f4").tobytes()),
+        _binding(3, "read-only-storage", "v", launch.v.astype("<f4").tobytes()),
+        _binding(4, "read-only-storage", "mask_bits", launch.mask_bits.tobytes()),
+        _binding(5, "storage", "o", None, size=n_batch * n_q * dv * 4, output=True),
+        _binding(6, "storage", "lse", None, size=n_batch * n_q * 4, output=True),
+    ]
+    if shader == FLASH_SHADER:
+        constants = plan.constants()
+        groups_x = -(-n_q // plan.br)
+    else:
+        constants = {"D": d, "DV": dv, "WG": plan.workgroup_size}
+        s_bytes = n_batch * n_q * n_k * 4
+        if s_bytes > MAX_BUFFER_BYTES:
+            raise ValueError(
+                "the naive shader's score buffer s would take {} bytes, over WebGPU's default "
+                "maxStorageBufferBindingSize of {} bytes".format(s_bytes, MAX_BUFFER_BYTES)
+            )
+        bindings.append(_binding(7, "storage", "s", None, size=s_bytes))
+        groups_x = -(-n_q // plan.workgroup_size)
+    for axis, count in (("x (query tiles)", groups_x), ("z (batch entries)", n_batch)):
+        if count > MAX_WORKGROUPS:
+            raise ValueError(
+                "the dispatch needs {} workgroups along {}, over WebGPU's default "
+                "maxComputeWorkgroupsPerDimension of {}".format(count, axis, MAX_WORKGROUPS)
+            )
+    return {
+        "shader": shader,
+        "entry": "main",
+        "constants": constants,
+        "bindings": bindings,
+        "workgroups": [groups_x, 1, n_batch],
+        "meta": {
+            "batch_shape": list(launch.batch),
+            "n_q": n_q,
+            "n_k": n_k,
+            "d": d,
+            "dv": dv,
+            "causal": launch.causal,
+            "masked_score": float(MASKED_SCORE),
+            "plan": plan.as_dict(),
+        },
+    }
+
+
+def _binding(index: int, kind: str, name: str, data: Optional[bytes], *, size: Optional[int] = None,
+             output: bool = False) -> dict:
+    return {"binding": index, "type": kind, "data": data,
+            "size": len(data) if data is not None else size, "name": name, "output": output}
+
+
+def decode_outputs(spec: dict, outputs: Dict[str, object]) -> Tuple[np.ndarray, np.ndarray]:
+    """Turn the bytes read back from ``o`` and ``lse`` into arrays.
+
+    Args:
+        spec: the dict :func:`dispatch_spec` returned.
+        outputs: ``{"o": bytes, "lse": bytes}`` (any bytes-like object or a float32 array).
+
+    Returns:
+        o (..., Nq, dv) float32; lse (..., Nq) float32 with the sentinel decoded to -inf.
+    """
+    meta = spec["meta"]
+    shape = tuple(meta["batch_shape"]) + (meta["n_q"],)
+    sizes = {b["name"]: b["size"] for b in spec["bindings"]}
+    arrays = {}
+    for name in ("o", "lse"):
+        if name not in outputs:
+            raise ValueError("outputs must contain {!r} (got {})".format(name, sorted(outputs)))
+        raw = outputs[name]
+        if isinstance(raw, np.ndarray):
+            flat = raw.astype("<f4", copy=False).ravel()
+        else:
+            try:
+                flat = np.frombuffer(raw, dtype="<f4")
+            except (TypeError, ValueError):
+                raise TypeError(
+                    "outputs[{!r}] must be bytes-like or a float32 array, got {}".format(name, type(raw).__name__)
+                ) from None
+        if flat.size * 4 != sizes[name]:
+            raise ValueError(
+                "outputs[{!r}] has {} bytes, expected {}".format(name, flat.size * 4, sizes[name])
+            )
+        arrays[name] = flat
+    return _decode(arrays["o"], arrays["lse"], shape, meta["dv"])
+
+
+def _decode(o_buf: np.ndarray, lse_buf: np.ndarray, shape: Tuple[int, ...], dv: int):
+    o = o_buf.astype(np.float32).reshape(shape + (dv,))  # (..., Nq, dv)
+    lse = lse_buf.astype(np.float32).reshape(shape)  # (..., Nq)
+    lse = np.where(lse == MASKED_SCORE, np.float32(-np.inf), lse)
+    return o, lse
+
+
+def allowed(launch: Launch, b: int, qi: np.ndarray, kj: np.ndarray) -> np.ndarray:
+    """The shader's ``allowed(b, qi, kj)``, for arrays of query and key indices (broadcast)."""
+    ok = np.ones(np.broadcast(qi, kj).shape, dtype=bool)
+    if launch.causal:
+        ok &= kj <= qi
+    if launch.has_mask:
+        bit = b * launch.mask_batch_stride + qi * launch.mask_row_stride + kj
+        ok &= ((launch.mask_bits[bit // 32] >> (bit % 32).astype(np.uint32)) & 1) != 0
+    return ok
+
+
+def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
+            plan: Optional[tiling.TilePlan] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """O = softmax(scale · Q Kᵀ, masked) V, computed as ``wgsl/flash_fwd.wgsl`` computes it.
+
+    Args:
+        q: (..., Nq, d) queries; k: (..., Nk, d) keys; v: (..., Nk, dv) values. Any float dtype;
+            everything runs in float32, as the shader does. Leading axes broadcast.
+        causal: query i may attend key j only when j <= i (top-left aligned).
+        mask: boolean, broadcastable to (..., Nq, Nk), True = may attend; (..., 1, Nk) is a key
+            padding mask. Any such mask is supported (the shader reads it as packed bits).
+        scale: score scale, default 1/sqrt(d).
+        plan: tile plan, default ``tiling.plan(d, 4, dv=dv)``.
+
+    Returns:
+        o: (..., Nq, dv) float32, 0 in rows with no allowed key.
+        lse: (..., Nq) float32 log-sum-exp of the scaled scores, -inf in rows with no allowed key.
+    """
+    launch = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan)
+    n_batch, n_q, _ = launch.q.shape
+    dv = launch.v.shape[2]
+    o = np.zeros(n_batch * n_q * dv, dtype=np.float32)  # the shader's output buffers, flat
+    lse = np.zeros(n_batch * n_q, dtype=np.float32)
+    t_r = -(-n_q // launch.plan.br)
+    for b in range(n_batch):  # workgroup_id.z
+        for i in range(t_r):  # workgroup_id.x
+            _workgroup(launch, b, i, o, lse)
+    return _decode(o, lse, launch.batch + (n_q,), dv)
+
+
+def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
+    """One workgroup of ``flash_fwd.wgsl``'s ``main``: query tile i of batch entry b."""
+    BR, BC, D, DV = launch.plan.br, launch.plan.bc, launch.plan.d, launch.plan.dv
+    n_q, n_k = launch.q.shape[1], launch.k.shape[1]
+    scale = launch.scale
+    q0 = i * BR  # first query row of the tile
+    rows = min(BR, n_q - q0)  # Br, or fewer in the ragged last tile
+
+    # Load Q_i (rows past the end read as 0), clear O_i, m = MASKED_SCORE, l = 0.
+    q_tile = np.zeros((BR, D), dtype=np.float32)
+    q_tile[:rows] = launch.q[b, q0:q0 + rows]
+    o_tile = np.zeros((BR, DV), dtype=np.float32)
+    m_row = np.full(BR, MASKED_SCORE, dtype=np.float32)
+    l_row = np.zeros(BR, dtype=np.float32)
+
+    # Key tiles j = 0 .. j_end-1; with causal masking, tiles after the tile's last row are skipped.
+    t_c = -(-n_k // BC)
+    j_end = t_c
+    if launch.causal:
+        j_end = min(t_c, -(-(q0 + rows) // BC))
+    r = np.arange(BR)[:, None]  # (BR, 1) row within the tile
+    c = np.arange(BC)[None, :]  # (1, BC) column within the tile
+    for j in range(j_end):
+        k0 = j * BC
+        cols = min(BC, n_k - k0)  # Bc, or fewer in the ragged last tile
+
+        # Stage K_j and V_j (rows past the end read as 0).
+        k_tile = np.zeros((BC, D), dtype=np.float32)
+        k_tile[:cols] = launch.k[b, k0:k0 + cols]
+        v_tile = np.zeros((BC, DV), dtype=np.float32)
+        v_tile[:cols] = launch.v[b, k0:k0 + cols]
+
+        # S_ij = scale · Q_i K_jᵀ; masked and out-of-range scores get the sentinel.
+        live = np.zeros((BR, BC), dtype=bool)  # r < rows && c < cols && allowed(...), short-circuit
+        live[:rows, :cols] = allowed(launch, b, q0 + r[:rows], k0 + c[:, :cols])
+        s_tile = np.where(live, scale * np.matmul(q_tile, k_tile.T), MASKED_SCORE)  # (BR, BC)
+
+        # Online softmax per row: m_new, P~ = exp(S - m_new) over S, l = alpha · l + rowsum P~.
+        m_old = m_row
+        m_new = np.maximum(m_old, s_tile.max(axis=1))  # (BR,)
+        s_tile = np.where(s_tile == MASKED_SCORE, np.float32(0), np.exp(s_tile - m_new[:, None]))
+        alpha_row = np.exp(m_old - m_new)  # (BR,)
+        l_row = alpha_row * l_row + s_tile.sum(axis=1, dtype=np.float32)
+        m_row = m_new
+
+        # O_i = diag(alpha) O_i + P~_ij V_j.
+        o_tile = alpha_row[:, None] * o_tile + np.matmul(s_tile, v_tile)  # (BR, DV)
+
+    # O_i = diag(l)^-1 O_i and lse = m + log l; a row with no allowed key keeps o = 0 and gets
+    # lse = MASKED_SCORE (dividing by safe_l = 1 there, as the shader does).
+    safe_l = np.where(l_row == 0, np.float32(1), l_row)
+    out = b * n_q + q0
+    o.reshape(-1, DV)[out:out + rows] = (o_tile / safe_l[:, None])[:rows]
+    lse[out:out + rows] = np.where(l_row == 0, MASKED_SCORE, m_row + np.log(safe_l))[:rows]
