@@ -76,25 +76,44 @@ DQ_STRATEGY = "separate"
 # --- autotuning space ----------------------------------------------------------------------
 # Each entry is (BLOCK_M, BLOCK_N, num_warps, num_stages). BLOCK_M counts query rows and BLOCK_N
 # key rows of one tile; num_stages is the depth of Triton's software pipeline (how many K/V or
-# Q/dO tiles are in flight in shared memory). The space is kept small on purpose: every entry is
-# compiled and timed once per (head dim, causal, dtype) on first use. The entries come from a
-# sweep on an H200 (bench/TRITON.md). Under the interpreter one small config is used, chosen so
-# that the test sizes cover several blocks, ragged ends and the causal diagonal.
-def _configs(space, interpret_config):
-    if INTERPRET:
-        space = [interpret_config]
-    return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
-        for bm, bn, w, s in space
-    ]
-
-
+# Q/dO tiles are in flight in shared memory). Every entry is compiled and timed once per
+# (head dim, causal, dtype) on first use, so the space is small and only searched where it pays:
+# 16-bit inputs with d >= 64 (the benchmarked case). Smaller heads take the first entry; fp32
+# inputs (exact fp32 products, twice the bytes per tile) take a smaller tile that fits shared
+# memory. The entries come from a sweep on an H200 (bench/TRITON.md). Under the interpreter one
+# small config is used, chosen so that the test sizes cover several blocks, ragged ends and the
+# causal diagonal.
 FWD_SPACE = [(128, 64, 4, 3), (128, 128, 8, 2), (128, 64, 8, 3)]
 BWD_SPACE = [(64, 128, 8, 2), (32, 128, 4, 3), (64, 64, 4, 3)]  # dK/dV: BLOCK_N keys resident
 DQ_SPACE = [(128, 64, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3)]  # dQ: BLOCK_M queries resident
-FWD_CONFIGS = _configs(FWD_SPACE, (32, 16, 4, 1))
-BWD_CONFIGS = _configs(BWD_SPACE, (16, 32, 4, 1))
-DQ_CONFIGS = _configs(DQ_SPACE, (32, 16, 4, 1))
+FP32_FWD, FP32_BWD, FP32_DQ = (64, 32, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2)
+INTERPRET_FWD, INTERPRET_BWD, INTERPRET_DQ = (32, 16, 4, 1), (16, 32, 4, 1), (32, 16, 4, 1)
+
+
+def _config(entry):
+    bm, bn, w, s = entry
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
+
+
+def _space(space, fp32_entry, interpret_entry):
+    """The configs of one kernel, and the pruning rule that narrows them per call."""
+    if INTERPRET:
+        return [_config(interpret_entry)], None
+
+    def prune(configs, named_args, **kwargs):
+        args = {**named_args, **kwargs}
+        if args["PRECISION"] == "ieee":
+            return [_config(fp32_entry)]
+        if args["HEAD_DIM"] < 64:
+            return configs[:1]
+        return configs
+
+    return [_config(e) for e in space], {"early_config_prune": prune}
+
+
+FWD_CONFIGS, FWD_PRUNE = _space(FWD_SPACE, FP32_FWD, INTERPRET_FWD)
+BWD_CONFIGS, BWD_PRUNE = _space(BWD_SPACE, FP32_BWD, INTERPRET_BWD)
+DQ_CONFIGS, DQ_PRUNE = _space(DQ_SPACE, FP32_DQ, INTERPRET_DQ)
 _TUNE_KEY = ["HEAD_DIM", "CAUSAL", "PRECISION"]
 
 
@@ -132,7 +151,7 @@ def _fwd_inner(
     return acc, l_i, m_i
 
 
-@triton.autotune(configs=FWD_CONFIGS, key=_TUNE_KEY)
+@triton.autotune(configs=FWD_CONFIGS, key=_TUNE_KEY, prune_configs_by=FWD_PRUNE)
 @triton.jit
 def _fwd_kernel(
     # pointers: Q (B, H, Nq, d), K and V (B, H, Nk, d), O (B, H, Nq, d), LSE (B, H, Nq) fp32
@@ -249,7 +268,8 @@ def _bwd_dkdv_inner(
     return dk, dv
 
 
-@triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ"], reset_to_zero=["DQ"])
+@triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ"], reset_to_zero=["DQ"],
+                 prune_configs_by=BWD_PRUNE)
 @triton.jit
 def _bwd_dkdv_kernel(
     # pointers, all contiguous: Q, dO (B, H, Nq, d); K, V, dK, dV (B, H, Nk, d);
@@ -337,7 +357,7 @@ def _bwd_dq_inner(
     return dq
 
 
-@triton.autotune(configs=DQ_CONFIGS, key=_TUNE_KEY)
+@triton.autotune(configs=DQ_CONFIGS, key=_TUNE_KEY, prune_configs_by=DQ_PRUNE)
 @triton.jit
 def _bwd_dq_kernel(
     # pointers, all contiguous: Q, dO, dQ (B, H, Nq, d); K, V (B, H, Nk, d); LSE, DELTA (B, H, Nq)

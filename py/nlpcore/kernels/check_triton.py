@@ -1,0 +1,288 @@
+"""Grade a Triton FlashAttention against a float64 oracle, one printed verdict per check.
+
+    python -m nlpcore.kernels.check_triton                       # grades nlpcore.kernels.flash_triton
+    python -m nlpcore.kernels.check_triton my_flash.py           # grades your module
+    python -m nlpcore.kernels.check_triton my_flash.py --device cpu --json
+
+The module under test must define ``forward(q, k, v, causal=False, scale=None) -> (o, lse)``
+and ``backward(q, k, v, o, lse, do, causal=False, scale=None) -> (dq, dk, dv)`` on tensors
+``(B, H, N, d)``; ``attention(q, k, v, causal, scale)`` is checked too when it exists.
+Without a CUDA GPU (or with ``--device cpu``) the kernels run under Triton's CPU interpreter
+(``TRITON_INTERPRET=1``, set here before triton is imported): slow, so the sizes are small.
+
+What "correct" means (the bar of the flash-attention test suite):
+- float32: max |kernel - ref| <= atol + rtol · max |ref|, ref computed in float64.
+- float16/bfloat16: max |kernel - ref| <= 2 · max |plain - ref| + slack, where ``plain`` is
+  ordinary PyTorch attention in the same low precision and ``slack`` is twice the rounding
+  error of the dtype at the reference's magnitude. A kernel may be as inaccurate as the naive
+  computation, up to a factor of two, but no worse.
+Exit status 0 when every check passes, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import math
+import os
+import sys
+from typing import NamedTuple, Optional
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - only where torch is absent
+    raise ImportError("nlpcore.kernels.check_triton needs PyTorch and Triton: "
+                      "pip install -e '.[triton]'") from exc
+
+# Tolerances for float32, where we compare against float64 directly: (atol, rtol).
+FP32_TOL = {"o": (1e-5, 1e-5), "lse": (1e-5, 1e-5), "grad": (1e-5, 1e-4)}
+FLASH_BAR_FACTOR = 2.0  # low precision: error at most this times the plain computation's
+
+
+def reference(q, k, v, do=None, causal=False, scale=None):
+    """Naive attention in float64: S, P materialised. Returns o, lse and (dq, dk, dv) if do.
+
+    q (B, H, Nq, d), k and v (B, H, Nk, d); o (B, H, Nq, d), lse (B, H, Nq), all float64.
+    """
+    q, k, v = (t.detach().to(torch.float64).requires_grad_(do is not None) for t in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ k.transpose(-1, -2) * scale  # (B, H, Nq, Nk)
+    if causal:
+        n_q, n_k = s.shape[-2:]
+        allowed = torch.arange(n_k, device=s.device)[None, :] <= torch.arange(n_q, device=s.device)[:, None]
+        s = s.masked_fill(~allowed, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)  # (B, H, Nq)
+    o = torch.softmax(s, dim=-1) @ v
+    if do is None:
+        return o.detach(), lse.detach(), None
+    o.backward(do.to(torch.float64))
+    return o.detach(), lse.detach(), (q.grad, k.grad, v.grad)
+
+
+def plain(q, k, v, do=None, causal=False, scale=None):
+    """Ordinary PyTorch attention in the inputs' own precision (the low-precision yardstick):
+    scores and products in q's dtype, softmax in float32 then rounded, as most code does it."""
+    q, k, v = (t.detach().clone().requires_grad_(do is not None) for t in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        n_q, n_k = s.shape[-2:]
+        allowed = torch.arange(n_k, device=s.device)[None, :] <= torch.arange(n_q, device=s.device)[:, None]
+        s = s.masked_fill(~allowed, float("-inf"))
+    o = torch.softmax(s.float(), dim=-1).to(q.dtype) @ v
+    if do is None:
+        return o.detach(), None
+    o.backward(do)
+    return o.detach(), (q.grad, k.grad, v.grad)
+
+
+class Verdict(NamedTuple):
+    ok: bool
+    err: float  # max |got - ref|
+    bound: float  # what err had to stay under
+    where: str  # index of the largest error, and the two values there
+
+
+def compare(got, ref, bound):
+    """max |got - ref| against bound; NaN or a wrong shape never passes."""
+    if tuple(got.shape) != tuple(ref.shape):
+        return Verdict(False, math.inf, bound, f"shape {tuple(got.shape)}, expected {tuple(ref.shape)}")
+    got = got.detach()
+    diff = (got.to(torch.float64) - ref).abs()
+    diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
+    flat = int(torch.argmax(diff))
+    idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
+    err = float(diff.reshape(-1)[flat])
+    where = f"at {idx}: got {float(got.reshape(-1)[flat]):.6g}, expected {float(ref.reshape(-1)[flat]):.6g}"
+    return Verdict(err <= bound, err, bound, where)
+
+
+def fp32_bound(ref, kind):
+    atol, rtol = FP32_TOL[kind]
+    return atol + rtol * float(ref.abs().max())
+
+
+def flash_bound(plain_out, ref):
+    """2 · max |plain - ref| + twice the dtype's rounding at the reference's magnitude."""
+    low = ref.to(plain_out.dtype)
+    rounding = float(((low + 0.3 - 0.3).to(torch.float64) - low.to(torch.float64)).abs().max())
+    plain_err = float((plain_out.to(torch.float64) - ref).abs().max())
+    return FLASH_BAR_FACTOR * plain_err + 2 * rounding
+
+
+class Case(NamedTuple):
+    name: str
+    b: int
+    h: int
+    n_q: int
+    n_k: int
+    d: int
+    causal: bool
+    dtype: torch.dtype
+    grad: bool  # also check backward (and attention() if the module has it)
+
+
+def cases(device):
+    """Small cases for the CPU interpreter, full-sized ones on a GPU. Sizes deliberately not
+    multiples of any block size; every case has a causal or ragged twist."""
+    f32, f16 = torch.float32, torch.float16
+    if device == "cpu":
+        return [
+            Case("one tile, N=16, d=16", 1, 2, 16, 16, 16, False, f32, True),
+            Case("ragged N=100, d=32", 1, 2, 100, 100, 32, False, f32, True),
+            Case("causal, ragged N=100, d=64", 1, 2, 100, 100, 64, True, f32, True),
+            Case("causal, Nq=37 < Nk=80, d=32", 1, 1, 37, 80, 32, True, f32, True),
+            Case("causal, Nq=80 > Nk=37, d=16", 1, 1, 80, 37, 16, True, f32, False),
+            Case("single token, N=1, d=16", 2, 1, 1, 1, 16, True, f32, True),
+            Case("float16, causal N=128, d=64", 1, 2, 128, 128, 64, True, f16, True),
+            Case("float16, ragged N=77, d=32", 2, 1, 77, 77, 32, False, f16, True),
+        ]
+    bf16 = torch.bfloat16
+    return [
+        Case("ragged N=1000, d=64", 2, 4, 1000, 1000, 64, False, f32, True),
+        Case("causal, Nq=300 < Nk=1111, d=128", 1, 4, 300, 1111, 128, True, f32, True),
+        Case("float16, causal N=2047, d=64", 2, 4, 2047, 2047, 64, True, f16, True),
+        Case("bfloat16, N=4096, d=128", 2, 4, 4096, 4096, 128, False, bf16, True),
+        Case("bfloat16, causal ragged N=3001, d=128", 2, 4, 3001, 3001, 128, True, bf16, True),
+        Case("bfloat16, causal N=1024, d=32", 2, 4, 1024, 1024, 32, True, bf16, True),
+        Case("bfloat16, causal N=512, d=16", 2, 4, 512, 512, 16, True, bf16, True),
+    ]
+
+
+class Result(NamedTuple):
+    check: str
+    status: str  # "pass" | "fail" | "error"
+    detail: str
+
+
+def _tensors(case, device, seed):
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+
+    def rand(n):
+        return torch.randn(case.b, case.h, n, case.d, generator=gen).to(device=device, dtype=case.dtype)
+
+    return rand(case.n_q), rand(case.n_k), rand(case.n_k), rand(case.n_q)
+
+
+def _verdict(name, got, ref, bound):
+    v = compare(got, ref, bound)
+    detail = f"max|Δ| {v.err:.3g} {'<=' if v.ok else '>'} {v.bound:.3g}"
+    if not v.ok:
+        detail += f"; worst {v.where}"
+    return Result(name, "pass" if v.ok else "fail", detail)
+
+
+def check_case(module, case, device, seed=0):
+    """Run one case through the module; return one Result per output checked."""
+    q, k, v, do = _tensors(case, device, seed)
+    label = f"{case.name} · {str(case.dtype).replace('torch.', '')}"
+    low = case.dtype != torch.float32
+    results = []
+    ref_o, ref_lse, ref_grads = reference(q, k, v, do if case.grad else None, causal=case.causal)
+    plain_o, plain_grads = plain(q, k, v, do if (case.grad and low) else None, causal=case.causal) if low else (None, None)
+    try:
+        o, lse = module.forward(q, k, v, causal=case.causal)
+    except Exception as exc:  # the learner's code: report, never crash the grader
+        return [Result(f"forward · {label}", "error", f"{type(exc).__name__}: {exc}")]
+    o_bound = flash_bound(plain_o, ref_o) if low else fp32_bound(ref_o, "o")
+    results.append(_verdict(f"forward o · {label}", o, ref_o, o_bound))
+    results.append(_verdict(f"forward lse · {label}", lse, ref_lse, fp32_bound(ref_lse, "lse") * (10 if low else 1)))
+    if not case.grad:
+        return results
+    try:
+        grads = module.backward(q, k, v, o, lse, do, causal=case.causal)
+    except Exception as exc:
+        return results + [Result(f"backward · {label}", "error", f"{type(exc).__name__}: {exc}")]
+    bounds = []
+    for name, got, ref, pl in zip(("dq", "dk", "dv"), grads, ref_grads, plain_grads or (None,) * 3):
+        bounds.append(flash_bound(pl, ref) if low else fp32_bound(ref, "grad"))
+        results.append(_verdict(f"backward {name} · {label}", got, ref, bounds[-1]))
+    if hasattr(module, "attention"):
+        results.append(_check_autograd(module, case, q, k, v, do, ref_grads, bounds, label))
+    return results
+
+
+def _check_autograd(module, case, q, k, v, do, ref_grads, bounds, label):
+    """attention(...).backward(do) must fill q.grad, k.grad, v.grad within backward's bounds."""
+    name = f"autograd attention() · {label}"
+    try:
+        leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+        module.attention(*leaves, causal=case.causal).backward(do)
+    except Exception as exc:
+        return Result(name, "error", f"{type(exc).__name__}: {exc}")
+    details = []
+    for grad_name, leaf, ref, bound in zip(("dq", "dk", "dv"), leaves, ref_grads, bounds):
+        if leaf.grad is None:
+            return Result(name, "fail", f"{grad_name} was not filled in")
+        v = compare(leaf.grad, ref, bound)
+        if not v.ok:
+            return Result(name, "fail", f"{grad_name} max|Δ| {v.err:.3g} > {v.bound:.3g}; worst {v.where}")
+        details.append(f"{grad_name} {v.err:.3g}")
+    return Result(name, "pass", "max|Δ| " + ", ".join(details))
+
+
+def run_checks(module, device):
+    out = []
+    for i, case in enumerate(cases(device)):
+        out.extend(check_case(module, case, device, seed=i))
+    return out
+
+
+def load_module(path):
+    """Import a learner's file as a module (or nlpcore.kernels.flash_triton when path is None)."""
+    if path is None:
+        return importlib.import_module("nlpcore.kernels.flash_triton")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    spec = importlib.util.spec_from_file_location("learner_flash_triton", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for fn in ("forward", "backward"):
+        if not callable(getattr(module, fn, None)):
+            raise AttributeError(f"{path} must define {fn}(...)")
+    return module
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nlpcore.kernels.check_triton",
+                                     description="Grade a Triton FlashAttention module.")
+    parser.add_argument("path", nargs="?", help="your module (default: nlpcore.kernels.flash_triton)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="cpu runs Triton's interpreter; auto picks cuda when available")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA GPU is visible to PyTorch")
+    if device == "cpu":
+        if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+            parser.error("triton was imported before TRITON_INTERPRET=1 could be set; "
+                         "run with TRITON_INTERPRET=1 in the environment")
+        os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
+
+    try:
+        module = load_module(args.path)
+    except Exception as exc:
+        print(f"ERROR  could not load {args.path or 'nlpcore.kernels.flash_triton'}: "
+              f"{type(exc).__name__}: {exc}")
+        return 1
+    results = run_checks(module, device)
+    if args.json:
+        print(json.dumps([r._asdict() for r in results], indent=1))
+    else:
+        where = "Triton interpreter on the CPU" if device == "cpu" else torch.cuda.get_device_name()
+        print(f"checking {args.path or 'nlpcore.kernels.flash_triton'} on {where}")
+        for r in results:
+            print(f"{r.status.upper():5}  {r.check:58}  {r.detail}")
+        passed = sum(r.status == "pass" for r in results)
+        print(f"{passed}/{len(results)} checks passed")
+    return 0 if all(r.status == "pass" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
