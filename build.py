@@ -259,7 +259,12 @@ def export_site_data(out: pathlib.Path) -> bool:
     exporter = getattr(lab, "export_site_data", None)
     if exporter is None:
         return False
-    write_json(out / "data" / "exercises.json", exporter())
+    try:
+        data = exporter()
+    except Exception as error:
+        raise BuildError(f"nlpcore.lab.export_site_data() failed: "
+                         f"{type(error).__name__}: {error}") from error
+    write_json(out / "data" / "exercises.json", data)
     return True
 
 
@@ -282,16 +287,22 @@ def write_manifest(out: pathlib.Path) -> dict:
     return manifest
 
 
+# Present while a build is under way, so that a failed build's folder may still be replaced.
+IN_PROGRESS = ".build-in-progress"
+
+
 def clean_output(out: pathlib.Path) -> None:
-    """Empty `out`, refusing to delete a non-empty folder that is not a previous build."""
+    """Empty `out`, refusing to delete a non-empty folder that is not one of our builds."""
     if out.exists():
         if not out.is_dir():
             raise BuildError(f"--out {out} exists and is not a directory")
-        if any(out.iterdir()) and not (out / MANIFEST).exists():
-            raise BuildError(f"--out {out} is a non-empty folder without {MANIFEST}; "
+        ours = (out / MANIFEST).exists() or (out / IN_PROGRESS).exists()
+        if any(out.iterdir()) and not ours:
+            raise BuildError(f"--out {out} is a non-empty folder that build.py did not make; "
                              "refusing to delete it (pick an empty or new folder)")
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    (out / IN_PROGRESS).touch()
 
 
 def build(out: pathlib.Path) -> dict:
@@ -308,6 +319,7 @@ def build(out: pathlib.Path) -> dict:
     vendor(out)
     build_wheel(out / "wheels")
     export_site_data(out)
+    (out / IN_PROGRESS).unlink()
     return write_manifest(out)
 
 

@@ -1,0 +1,185 @@
+/* WebGPU: run any *dispatch spec* that Python builds (nlpcore.kernels.flash_wgsl_mirror.dispatch_spec).
+ *
+ *   {"shader": "flash_fwd.wgsl", "entry": "main", "constants": {BR: 16, ...},
+ *    "bindings": [{"binding": 0, "type": "uniform"|"read-only-storage"|"storage",
+ *                  "data": Uint8Array|null, "size": bytes, "name": "o", "output": bool}, ...],
+ *    "workgroups": [x, y, z]}
+ *
+ * This module knows nothing about attention: sizes reach the shader only as the spec's
+ * `override` constants, computed once in Python (nlpcore.kernels.tiling). The device is requested
+ * with DEFAULT limits, so workgroup memory is capped at maxComputeWorkgroupStorageSize = 16384
+ * bytes (WebGPU spec, "Limits") - the budget the tile plan was made for.
+ *
+ *   const gpu = await openGpu();            // throws GpuUnavailable with a stated reason
+ *   const {outputs, gpuMs} = await runSpec(gpu, spec);   // outputs: {name: Uint8Array}
+ */
+
+export class GpuUnavailable extends Error {
+  constructor(reason) {
+    super(reason);
+    this.name = "GpuUnavailable";
+  }
+}
+
+const SHADER_NAME = /^[A-Za-z0-9_-]+\.wgsl$/;
+const BUFFER_USAGE = {
+  "uniform": () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+  "read-only-storage": () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+  "storage": () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+};
+const shaderCache = new Map();  // url -> Promise<string>
+
+/* A readable adapter name, e.g. "google swiftshader (SwiftShader Device (Subzero))". */
+function adapterName(info) {
+  if (!info) return "unknown adapter";
+  const parts = [info.vendor, info.architecture].filter(Boolean);
+  const detail = info.description || info.device;
+  if (detail) parts.push(parts.length ? `(${detail})` : detail);
+  return parts.join(" ") || "unknown adapter";
+}
+
+/* Adapter + device with default limits, or GpuUnavailable saying why not. */
+export async function openGpu() {
+  if (!("gpu" in navigator) || !navigator.gpu) {
+    throw new GpuUnavailable(
+        "this browser does not expose WebGPU (navigator.gpu is missing): use a recent Chrome, " +
+        "Edge or Firefox, served over http://localhost or https");
+  }
+  let adapter;
+  try {
+    adapter = await navigator.gpu.requestAdapter();
+  } catch (error) {
+    throw new GpuUnavailable(`requesting a WebGPU adapter failed: ${error.message}`);
+  }
+  if (!adapter) {
+    throw new GpuUnavailable("WebGPU is present but no adapter is available " +
+                             "(GPU blocklisted or disabled in this browser)");
+  }
+  let info = adapter.info;
+  if (!info && typeof adapter.requestAdapterInfo === "function") {
+    info = await adapter.requestAdapterInfo();
+  }
+  let device;
+  try {
+    device = await adapter.requestDevice();  // default limits on purpose
+  } catch (error) {
+    throw new GpuUnavailable(`requesting a WebGPU device failed: ${error.message}`);
+  }
+  const gpu = {adapter, device, info, name: adapterName(info), lost: null,
+               limits: {maxComputeWorkgroupStorageSize: device.limits.maxComputeWorkgroupStorageSize,
+                        maxComputeInvocationsPerWorkgroup: device.limits.maxComputeInvocationsPerWorkgroup}};
+  device.lost.then((event) => { gpu.lost = event.message || event.reason || "device lost"; });
+  return gpu;
+}
+
+async function shaderSource(shader) {
+  if (!SHADER_NAME.test(shader)) throw new Error(`spec.shader: expected a file name like flash_fwd.wgsl, got ${shader}`);
+  const url = new URL(`../wgsl/${shader}`, import.meta.url).href;
+  if (!shaderCache.has(url)) {
+    shaderCache.set(url, fetch(url).then((response) => {
+      if (!response.ok) throw new Error(`could not fetch wgsl/${shader} (HTTP ${response.status})`);
+      return response.text();
+    }, (error) => { throw new Error(`could not fetch wgsl/${shader} (${error.message})`); }));
+    shaderCache.get(url).catch(() => shaderCache.delete(url));
+  }
+  return shaderCache.get(url);
+}
+
+/* The shader module, or an Error listing every compilation error as "file:line:col message". */
+async function compile(device, shader) {
+  const code = await shaderSource(shader);
+  const module = device.createShaderModule({label: shader, code});
+  const info = await module.getCompilationInfo();
+  const errors = info.messages.filter((m) => m.type === "error");
+  if (errors.length) {
+    const lines = errors.map((m) => `${shader}:${m.lineNum}:${m.linePos} ${m.message}`);
+    throw new Error(`WGSL compilation failed:\n${lines.join("\n")}`);
+  }
+  return module;
+}
+
+function checkSpec(spec) {
+  if (!spec || typeof spec !== "object") throw new Error("spec: expected a dispatch spec object");
+  if (!Array.isArray(spec.bindings) || !spec.bindings.length) throw new Error("spec.bindings: expected a non-empty list");
+  if (!Array.isArray(spec.workgroups) || spec.workgroups.length !== 3 ||
+      !spec.workgroups.every((n) => Number.isInteger(n) && n >= 0)) {
+    throw new Error("spec.workgroups: expected [x, y, z] non-negative integers");
+  }
+  for (const b of spec.bindings) {
+    if (!(b.type in BUFFER_USAGE)) throw new Error(`spec.bindings[${b.binding}].type: unknown ${b.type}`);
+    if (!Number.isInteger(b.size) || b.size < 0) throw new Error(`spec.bindings[${b.binding}].size: expected bytes >= 0`);
+    if (b.data && b.data.byteLength > b.size) {
+      throw new Error(`spec.bindings[${b.binding}].data: ${b.data.byteLength} bytes, more than its size ${b.size}`);
+    }
+  }
+}
+
+/* Buffers are 4-byte multiples and never empty (a zero-size binding is invalid). */
+const paddedSize = (size) => Math.max(16, Math.ceil(size / 16) * 16);
+
+/* Runs the spec once; resolves to {outputs: {name: Uint8Array}, gpuMs}. */
+export async function runSpec(gpu, spec) {
+  checkSpec(spec);
+  if (gpu.lost) throw new Error(`the WebGPU device was lost: ${gpu.lost}`);
+  const {device} = gpu;
+  const module = await compile(device, spec.shader);
+
+  device.pushErrorScope("validation");
+  device.pushErrorScope("out-of-memory");
+  const created = [];
+  try {
+    let pipeline;
+    try {
+      pipeline = await device.createComputePipelineAsync({
+        layout: "auto",
+        compute: {module, entryPoint: spec.entry || "main", constants: spec.constants || {}},
+      });
+    } catch (error) {
+      throw new Error(`creating the compute pipeline failed: ${error.message}`);
+    }
+    const entries = [];
+    const readbacks = [];
+    for (const b of spec.bindings) {
+      const size = paddedSize(b.size);
+      const buffer = device.createBuffer({label: b.name, size, usage: BUFFER_USAGE[b.type]()});
+      created.push(buffer);
+      if (b.data && b.data.byteLength) {
+        const data = new Uint8Array(Math.ceil(b.data.byteLength / 4) * 4);
+        data.set(b.data);
+        device.queue.writeBuffer(buffer, 0, data);
+      }
+      entries.push({binding: b.binding, resource: {buffer, size}});
+      if (b.output) {
+        const staging = device.createBuffer({label: `${b.name} readback`, size,
+                                             usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
+        created.push(staging);
+        readbacks.push({binding: b, buffer, staging, size});
+      }
+    }
+    const bindGroup = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(...spec.workgroups);
+    pass.end();
+    for (const r of readbacks) encoder.copyBufferToBuffer(r.buffer, 0, r.staging, 0, r.size);
+    const started = performance.now();
+    device.queue.submit([encoder.finish()]);
+
+    const outputs = {};
+    for (const r of readbacks) {
+      await r.staging.mapAsync(GPUMapMode.READ);
+      outputs[r.binding.name] = new Uint8Array(r.staging.getMappedRange().slice(0, r.binding.size));
+      r.staging.unmap();
+    }
+    const gpuMs = performance.now() - started;
+    return {outputs, gpuMs};
+  } finally {
+    const oom = await device.popErrorScope();
+    const invalid = await device.popErrorScope();
+    for (const buffer of created) buffer.destroy();
+    const problem = invalid || oom;
+    if (problem) throw new Error(`WebGPU ${invalid ? "validation" : "out-of-memory"} error: ${problem.message}`);
+  }
+}

@@ -1,0 +1,283 @@
+/* The lab page: one attention problem, three implementations, one verdict.
+ *
+ *   Python (worker)  lab.prepare  -> inputs, tile plan, flash_np + mirror, dispatch spec
+ *   WebGPU (gpu.js)  runSpec      -> raw bytes of o and lse from wgsl/flash_fwd.wgsl
+ *   Python (worker)  lab.compare  -> max |delta| for GPU vs mirror, GPU vs flash_np, mirror vs flash_np
+ *
+ * Page contract: [data-testid=compare] carries data-status (running | match | mismatch | error |
+ * no-webgpu) and data-max-abs-err (GPU vs mirror; mirror vs flash_np without WebGPU);
+ * [data-testid=adapter] names the adapter; [data-testid=tile-bytes] shows "<used> / 16384 bytes".
+ * After every run the page dispatches `lab:compared` on document with the numbers in
+ * event.detail (see `report` below), for the guided steps (js/lab-steps.js, loaded if present).
+ * Inputs can be preset from the URL: lab.html?n=77&d=32&causal=1&padding=5&heads=1&seed=3
+ */
+import {getRuntime} from "./runtime.js";
+import {openGpu, runSpec} from "./gpu.js";
+
+const $ = (id) => document.getElementById(id);
+const STAGES = ["runtime", "numpy", "nlpcore"];
+const FIELDS = ["n", "d", "padding", "heads", "seed"];
+const PAIR_LABELS = {
+  gpu_vs_mirror: "GPU (WGSL) vs CPU mirror",
+  gpu_vs_flash_np: "GPU (WGSL) vs flash_np",
+  mirror_vs_flash_np: "CPU mirror vs flash_np",
+};
+
+const runtime = getRuntime();
+const gpuReady = openGpu().then((gpu) => ({gpu}), (error) => ({error}));
+let runCounter = 0;
+let lastReport = null;
+
+/* ---- formatting ------------------------------------------------------------------------- */
+
+function fmt(x) {
+  if (x === null || x === undefined) return "—";
+  if (x === 0) return "0";
+  if (!Number.isFinite(x)) return String(x);
+  return Math.abs(x) >= 1e-2 && Math.abs(x) < 1e4 ? x.toPrecision(4) : x.toExponential(2);
+}
+
+function cell(row, text, className) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (className) td.className = className;
+  row.appendChild(td);
+  return td;
+}
+
+/* ---- runtime progress ------------------------------------------------------------------- */
+
+runtime.onProgress(({stage, message}) => {
+  const box = document.querySelector('[data-testid="runtime"]');
+  box.dataset.stage = stage;
+  const reached = stage === "ready" ? STAGES.length : STAGES.indexOf(stage);
+  for (const li of box.querySelectorAll("li[data-stage]")) {
+    const index = STAGES.indexOf(li.dataset.stage);
+    li.className = index < reached ? "done" : (index === reached ? "active" : "");
+  }
+  if (reached >= 0) $("runtime-progress").value = reached;
+  $("runtime-message").textContent = stage === "ready" ? `ready: ${message}` : message;
+  if (stage === "error") $("runtime-message").classList.add("error-text");
+});
+
+/* ---- GPU facts -------------------------------------------------------------------------- */
+
+gpuReady.then(({gpu, error}) => {
+  if (error) {
+    $("adapter").textContent = `none: ${error.message}`;
+    $("adapter").dataset.available = "false";
+    $("storage-limit").textContent = "— (no WebGPU device)";
+    return;
+  }
+  $("adapter").textContent = gpu.name;
+  $("adapter").dataset.available = "true";
+  $("storage-limit").textContent =
+      `${gpu.limits.maxComputeWorkgroupStorageSize} bytes (device requested with default limits)`;
+});
+
+/* ---- inputs ----------------------------------------------------------------------------- */
+
+function presetFromUrl() {
+  const query = new URLSearchParams(location.search);
+  for (const field of FIELDS) {
+    if (query.has(field)) $(`in-${field}`).value = query.get(field);
+  }
+  if (query.has("causal")) $("in-causal").checked = ["1", "true", "yes"].includes(query.get("causal"));
+}
+
+function readParams() {
+  const params = {};
+  for (const field of FIELDS) {
+    const text = $(`in-${field}`).value.trim();
+    params[field] = text === "" ? null : Number(text);
+  }
+  params.causal = $("in-causal").checked;
+  return params;
+}
+
+/* ---- showing results -------------------------------------------------------------------- */
+
+function setStatus(status, maxAbsErr, verdict) {
+  const box = $("compare");
+  box.dataset.status = status;
+  box.dataset.maxAbsErr = maxAbsErr === null || maxAbsErr === undefined ? "" : String(maxAbsErr);
+  $("verdict").textContent = verdict;
+  $("verdict").className = `verdict ${status}`;
+}
+
+function showError(text) {
+  $("error").hidden = !text;
+  $("error").textContent = text || "";
+}
+
+function showPlan(prepared) {
+  const plan = prepared.plan;
+  const heads = prepared.args.heads;
+  $("plan").textContent = `Br = ${plan.br} query rows × Bc = ${plan.bc} key rows, ` +
+      `${plan.workgroup_size} invocations per workgroup`;
+  $("tile-bytes").textContent = `${plan.bytes_used} / ${plan.storage_limit} bytes`;
+  $("tile-bytes").dataset.bytes = String(plan.bytes_used);
+  const wg = prepared.spec.workgroups;
+  $("dispatch").textContent = `${wg[0]} × ${wg[1]} × ${wg[2]} workgroups ` +
+      `(⌈N / Br⌉ query tiles × ${heads} head${heads === 1 ? "" : "s"})`;
+  const bar = $("tile-bar");
+  bar.replaceChildren();
+  for (const array of plan.arrays) {
+    const part = document.createElement("span");
+    part.style.flexGrow = String(array.bytes);
+    part.title = `${array.name}: ${array.bytes} bytes`;
+    part.textContent = array.bytes / plan.storage_limit > 0.06 ? array.name : "";
+    bar.appendChild(part);
+  }
+  const free = plan.storage_limit - plan.bytes_used;
+  if (free > 0) {
+    const part = document.createElement("span");
+    part.className = "free";
+    part.style.flexGrow = String(free);
+    part.title = `unused: ${free} bytes`;
+    bar.appendChild(part);
+  }
+}
+
+function showPairs(pairs) {
+  const body = $("results-body");
+  body.replaceChildren();
+  for (const pair of pairs) {
+    const row = document.createElement("tr");
+    row.dataset.pair = pair.pair;
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = PAIR_LABELS[pair.pair] || pair.pair;
+    row.appendChild(th);
+    cell(row, fmt(pair.o_max_abs), "num");
+    cell(row, fmt(pair.lse_max_abs), "num");
+    cell(row, `≤ ${fmt(pair.bound)}`, "num").title = `atol ${pair.atol} + rtol ${pair.rtol} · max|ref|`;
+    cell(row, pair.ok ? "agree" : `differ: ${pair.problem}`, pair.ok ? "ok" : "bad");
+    body.appendChild(row);
+  }
+}
+
+function showPreview(preview, times) {
+  if (preview) {
+    const names = Object.keys(preview).filter((k) => k !== "row");
+    $("preview").textContent = `o[head 0, row ${preview.row}, :4] — ` + names.map(
+        (name) => `${name}: [${preview[name].map((x) => x.toFixed(5)).join(", ")}]`).join("; ");
+  }
+  if (times) {
+    const parts = [`flash_np ${times.flash_np_ms.toFixed(1)} ms`, `mirror ${times.mirror_ms.toFixed(1)} ms`];
+    if (times.gpu_ms !== undefined) parts.push(`GPU dispatch + readback ${times.gpu_ms.toFixed(1)} ms`);
+    $("timings").textContent = `Time: ${parts.join(", ")} (Python times are inside Pyodide).`;
+  }
+}
+
+function report(detail) {
+  lastReport = detail;
+  document.dispatchEvent(new CustomEvent("lab:compared", {detail}));
+  return detail;
+}
+
+/* ---- one run ---------------------------------------------------------------------------- */
+
+/* Runs one comparison; resolves to the `lab:compared` detail:
+ * {status, maxAbsErr, params, plan, pairs, adapter, error}. */
+export async function runComparison(params = readParams()) {
+  const run = ++runCounter;
+  const stale = () => run !== runCounter;
+  $("run").disabled = true;
+  setStatus("running", null, "running…");
+  showError("");
+  $("results-body").replaceChildren();
+  $("preview").textContent = "";
+  $("timings").textContent = "";
+  const detail = {status: "running", maxAbsErr: null, params, plan: null, pairs: [],
+                  adapter: null, error: null};
+  const fail = (message) => {
+    if (stale()) return detail;
+    setStatus("error", null, "error: see the message below");
+    showError(message);
+    return report({...detail, status: "error", error: message});
+  };
+  try {
+    let prepared;
+    try {
+      prepared = await runtime.call("lab.prepare", params);
+    } catch (error) {
+      return fail(error.message);
+    }
+    if (stale()) return detail;
+    detail.plan = prepared.plan;
+    showPlan(prepared);
+    showPreview(prepared.preview, prepared.times);
+
+    const {gpu, error: gpuError} = await gpuReady;
+    if (gpuError) {
+      const cpu = prepared.cpu;
+      showPairs([cpu]);
+      const status = cpu.ok ? "no-webgpu" : "mismatch";
+      setStatus(status, cpu.max_abs, cpu.ok
+          ? `No WebGPU here (${gpuError.message}). The two CPU paths agree: max |Δ| = ${fmt(cpu.max_abs)}.`
+          : `No WebGPU here, and the CPU paths differ: ${cpu.problem}.`);
+      return report({...detail, status, maxAbsErr: cpu.max_abs, pairs: [cpu], error: gpuError.message});
+    }
+    detail.adapter = gpu.name;
+
+    let dispatched;
+    try {
+      dispatched = await runSpec(gpu, prepared.spec);
+    } catch (error) {
+      showPairs([prepared.cpu]);
+      return fail(`The GPU run failed: ${error.message}`);
+    }
+    if (stale()) return detail;
+    let result;
+    try {
+      result = await runtime.call("lab.compare", {...params, outputs: dispatched.outputs,
+                                                 gpu_ms: dispatched.gpuMs});
+    } catch (error) {
+      return fail(error.message);
+    }
+    if (stale()) return detail;
+    showPairs(result.pairs);
+    showPreview(result.preview, result.times);
+    const [gpuMirror, gpuNp] = result.pairs;
+    setStatus(result.status, result.max_abs_err, result.status === "match"
+        ? `All three agree. GPU vs mirror max |Δ| = ${fmt(gpuMirror.max_abs)}; ` +
+          `GPU vs flash_np max |Δ| = ${fmt(gpuNp.max_abs)}.`
+        : "Mismatch: " + result.pairs.filter((p) => !p.ok)
+              .map((p) => `${PAIR_LABELS[p.pair]}: ${p.problem}`).join("; "));
+    return report({...detail, status: result.status, maxAbsErr: result.max_abs_err,
+                   pairs: result.pairs});
+  } finally {
+    if (!stale()) $("run").disabled = false;
+  }
+}
+
+export function lastComparison() {
+  return lastReport;
+}
+
+/* ---- start ------------------------------------------------------------------------------ */
+
+async function loadGuidedSteps() {
+  // Only import js/lab-steps.js when the build shipped it (no 404 in the console otherwise).
+  try {
+    const response = await fetch(new URL("../manifest.json", import.meta.url));
+    const manifest = await response.json();
+    if (manifest.files["js/lab-steps.js"]) await import("./lab-steps.js");
+  } catch (error) {
+    console.warn(`guided steps unavailable: ${error.message}`);
+  }
+}
+
+presetFromUrl();
+$("lab-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  runComparison();
+});
+loadGuidedSteps();
+runtime.ready.then(() => runComparison(), (error) => {
+  setStatus("error", null, "Python could not start, so nothing can be compared.");
+  showError(error.message);
+  report({status: "error", maxAbsErr: null, params: readParams(), plan: null, pairs: [],
+          adapter: null, error: error.message});
+});
