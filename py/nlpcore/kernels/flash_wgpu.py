@@ -120,18 +120,20 @@ def run_spec(spec: dict) -> Dict[str, bytes]:
     """
     import wgpu
 
-    dev = device()
-    pipeline, layout = _pipeline(spec)
     usage = {
         "uniform": wgpu.BufferUsage.UNIFORM,
         "read-only-storage": wgpu.BufferUsage.STORAGE,
         "storage": wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC,
     }
+    for b in spec["bindings"]:
+        if b["type"] not in usage:
+            raise ValueError("binding {} has unknown type {!r} (expected one of {})".format(
+                b["binding"], b["type"], sorted(usage)))
+    dev = device()
+    pipeline, layout = _pipeline(spec)
     buffers = {}
     entries = []
     for b in spec["bindings"]:
-        if b["type"] not in usage:
-            raise ValueError("binding {} has unknown type {!r}".format(b["binding"], b["type"]))
         if b["data"] is None:  # WebGPU zero-fills new buffers
             buf = dev.create_buffer(size=b["size"], usage=usage[b["type"]] | wgpu.BufferUsage.COPY_DST)
         else:
