@@ -1,0 +1,422 @@
+"""What the module page and the tiling visualizer ask Python for (run inside Pyodide).
+
+The visualizer draws only what the kernel itself reports: :func:`trace` runs
+``flash_np.forward`` (or ``backward``) on small random inputs with ``trace=[]`` and
+``io=IOCounter()``, blocks from ``io_model.block_sizes(M, d)``, and returns the events together
+with ``io_model.flash_accesses``'s closed form for the same sizes. The page never re-implements
+the algorithm; it folds these events into pictures and counters.
+
+Large traces are *summarised*, never truncated: above :data:`STEP_LIMIT` events, the events of
+one outer-loop iteration (one key/value block for K/V-outer, one query block for Q-outer)
+become one step, which keeps the tiles visited, the last row statistics, the bytes moved per
+tensor and the cumulative counters — so the counters still end exactly at the closed form.
+
+:func:`run_episode_cell` backs the small "run it" cells of the module page's four episodes.
+
+Every function here takes and returns plain data (see ``nlpcore.web.call``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..kernels import flash_np, io_model, online_softmax, reference
+
+__all__ = ["options", "plan", "trace", "run_episode_cell"]
+
+# What the visualizer offers. Every combination passes plan() or is refused with a reason
+# before any kernel runs, so nothing offered can freeze the page.
+OFFERED_N = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+OFFERED_D = (2, 4, 8, 16, 32, 64)
+OFFERED_M = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+MODES = ("forward", "backward")
+
+MAX_N = 256  # the largest sequence length the visualizer runs
+MAX_D = 64  # the largest head dimension it runs
+MAX_TILES = 4096  # Tr·Tc above this is refused: the NumPy kernel in Pyodide would take > ~2 s
+STEP_LIMIT = 1500  # above this many events, steps are grouped per outer-loop iteration
+
+# The "run it" cells of the module page: name -> the largest sizes each accepts.
+CELL_LIMITS = {
+    "exact": {"n": 512, "d": 128, "tiles": 16384},
+    "roofline": {"n": 16384, "d": 256, "tiles": 400000},
+    "tiling": {"n": 1024, "d": 128, "tiles": 16384},
+    "online": {"n": 4096},
+}
+
+# A100 numbers the roofline cell uses (Dao et al. 2022, Sec. 2.1 and Fig. 1; fp16 tensor cores).
+A100_HBM_BYTES_PER_S = 1.5e12
+A100_FP16_FLOPS = 312e12
+FP16_BYTES = 2
+
+
+def _int(value: Any, name: str, lo: int, hi: int) -> int:
+    """An int in [lo, hi] (bools refused), or a ValueError/TypeError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("{} must be an integer, got {!r}".format(name, value))
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("{} must be a whole number, got {!r}".format(name, value))
+        value = int(value)
+    if not lo <= value <= hi:
+        raise ValueError("{} must be between {} and {}, got {}".format(name, lo, hi, value))
+    return value
+
+
+def _bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError("{} must be true or false, got {!r}".format(name, value))
+    return value
+
+
+def options() -> dict:
+    """The parameter choices the visualizer offers, and its limits."""
+    return {
+        "n": list(OFFERED_N),
+        "d": list(OFFERED_D),
+        "sram": list(OFFERED_M),
+        "loop_orders": list(io_model.LOOP_ORDERS),
+        "modes": list(MODES),
+        "max_tiles": MAX_TILES,
+        "step_limit": STEP_LIMIT,
+        "backward_trace": _backward_traces(),
+    }
+
+
+def _backward_traces() -> bool:
+    """Whether this nlpcore's flash_np.backward accepts trace= (and loop_order is forward-only)."""
+    try:
+        return "trace" in inspect.signature(flash_np.backward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def plan(n: int, d: int, sram: int) -> dict:
+    """Block sizes for (N, d, M) by the paper's rule, and whether the visualizer can run them.
+
+    Returns {"br", "bc", "t_r", "t_c", "tiles", "ok", "reason"}; reason is None when ok.
+    """
+    n = _int(n, "n", 1, MAX_N)
+    d = _int(d, "d", 1, MAX_D)
+    sram = _int(sram, "sram", 1, 1 << 20)
+    br, bc = io_model.block_sizes(sram, d)
+    t_r, t_c = -(-n // br), -(-n // bc)
+    ok = t_r * t_c <= MAX_TILES
+    reason = None
+    if not ok:
+        reason = ("{} x {} = {} tiles is more than this page steps through ({}); "
+                  "raise M or lower N".format(t_r, t_c, t_r * t_c, MAX_TILES))
+    return {"br": br, "bc": bc, "t_r": t_r, "t_c": t_c, "tiles": t_r * t_c, "ok": ok, "reason": reason}
+
+
+def _random_qkv(n: int, d: int, seed: int):
+    rng = np.random.RandomState(seed)  # RandomState: the same stream on NumPy 1.17 and 2.x
+    q = rng.standard_normal((n, d))  # (N, d)
+    k = rng.standard_normal((n, d))  # (N, d)
+    v = rng.standard_normal((n, d))  # (N, d)
+    return q, k, v
+
+
+def trace(
+    n: int,
+    d: int,
+    sram: int,
+    causal: bool = False,
+    loop_order: str = "kv_outer",
+    mode: str = "forward",
+    seed: int = 0,
+) -> dict:
+    """Run the tiled kernel on random (N, d) inputs and return its trace for the visualizer.
+
+    Args:
+        n: sequence length N (queries = keys), 1..MAX_N.
+        d: head dimension (also the value dimension), 1..MAX_D.
+        sram: M, SRAM size in elements; blocks are io_model.block_sizes(M, d).
+        causal: top-left causal mask (query i sees keys j <= i).
+        loop_order: "kv_outer" (Algorithm 1) or "q_outer" (FlashAttention-2); forward only.
+        mode: "forward", or "backward" (traces the backward pass alone; K/V outer).
+        seed: seed of the random inputs.
+    Returns:
+        {"params": {...sizes, br, bc, t_r, t_c},
+         "grouped": bool — steps are whole outer iterations,
+         "steps": list of events (trace schema of nlpcore.kernels.trace) or, when grouped,
+                  "group" summaries (see _group_steps),
+         "events": number of raw events,
+         "counted": {"reads", "writes", "accesses"} from the IOCounter,
+         "closed_form": {"accesses", "standard_accesses", "formula"}}
+    """
+    if loop_order not in io_model.LOOP_ORDERS:
+        raise ValueError("loop_order must be one of {}, got {!r}".format(io_model.LOOP_ORDERS, loop_order))
+    if mode not in MODES:
+        raise ValueError("mode must be one of {}, got {!r}".format(MODES, mode))
+    causal = _bool(causal, "causal")
+    seed = _int(seed, "seed", 0, 2 ** 31 - 1)
+    tiles = plan(n, d, sram)
+    if not tiles["ok"]:
+        raise ValueError("n, sram: " + tiles["reason"])
+    n, d, sram = int(n), int(d), int(sram)
+    br, bc = tiles["br"], tiles["bc"]
+    q, k, v = _random_qkv(n, d, seed)
+    events: List[dict] = []
+    io = io_model.IOCounter()
+    backward = mode == "backward"
+    if backward:
+        if not _backward_traces():
+            raise ValueError("mode: this nlpcore's flash_np.backward does not emit a trace")
+        loop_order = "kv_outer"
+        o, lse = flash_np.forward(q, k, v, causal=causal, block_q=br, block_k=bc)
+        do = np.random.RandomState(seed + 1).standard_normal((n, d))  # (N, d)
+        flash_np.backward(q, k, v, o, lse, do, causal=causal, block_q=br, block_k=bc, io=io, trace=events)
+    else:
+        flash_np.forward(q, k, v, causal=causal, block_q=br, block_k=bc, io=io, trace=events,
+                         loop_order=loop_order)
+    closed = io_model.flash_accesses(n, n, d, sram, backward=backward, causal=causal, loop_order=loop_order)
+    standard = io_model.standard_accesses(n, n, d, backward=backward)
+    grouped = len(events) > STEP_LIMIT
+    steps = _group_steps(events, loop_order) if grouped else events
+    return {
+        "params": {"n": n, "d": d, "sram": sram, "causal": causal, "loop_order": loop_order,
+                   "mode": mode, "seed": seed, "br": br, "bc": bc, "t_r": tiles["t_r"],
+                   "t_c": tiles["t_c"]},
+        "grouped": grouped,
+        "steps": steps,
+        "events": len(events),
+        "counted": {"reads": io.reads, "writes": io.writes, "accesses": io.accesses},
+        "closed_form": {
+            "accesses": closed,
+            "standard_accesses": standard,
+            "formula": "io_model.flash_accesses({n}, {n}, {d}, {m}, backward={b}, causal={c}, "
+                       "loop_order={lo!r})".format(n=n, d=d, m=sram, b=backward, c=causal, lo=loop_order),
+        },
+    }
+
+
+def _outer_index(event: dict, outer: str, current: Optional[int]) -> Optional[int]:
+    """The outer-loop block an event opens, or None when it stays in the current one.
+
+    K/V-outer opens block j with a load of K_j (or V_j); Q-outer opens block i with a load of
+    Q_i. Tile and skip events name their (i, j) and settle any doubt.
+    """
+    op = event["op"]
+    if op in ("tile", "skip", "state") and outer in event:
+        return event[outer]
+    if op == "load" and event.get("block") is not None:
+        opener = ("K", "V") if outer == "j" else ("Q",)
+        if event["tensor"] in opener and event["block"] != current:
+            return event["block"]
+    return None
+
+
+def _group_steps(events: List[dict], loop_order: str) -> List[dict]:
+    """One "group" step per outer-loop iteration; begin/end and pro-/epilogue IO kept as groups.
+
+    A group: {"op": "group", "outer": index or None, "axis": "j"|"i", "first": index of its
+    first event, "count": events in it, "tiles": [[i, j], ...], "skips": [[i, j], ...],
+    "states": [last state event per query block], "resident": [last load per tensor,
+    {tensor, block, rows, elems}], "moved": {tensor: [elements read, elements written]},
+    "reads", "writes": cumulative counters after the group, "begin"/"end": the begin/end event
+    when the group holds it}.
+    """
+    outer = "j" if loop_order == "kv_outer" else "i"
+    groups: List[dict] = []
+    current: Optional[int] = None
+    reads = writes = 0
+
+    def new_group(index: Optional[int], first: int) -> dict:
+        group = {"op": "group", "outer": index, "axis": outer, "first": first, "count": 0,
+                 "tiles": [], "skips": [], "states": {}, "resident": {}, "moved": {},
+                 "reads": reads, "writes": writes}
+        groups.append(group)
+        return group
+
+    group = new_group(None, 0)
+    for position, event in enumerate(events):
+        op = event["op"]
+        index = _outer_index(event, outer, current)
+        if index is not None and index != current:
+            current = index
+            group = new_group(index, position)
+        elif op == "end" and group["outer"] is not None:
+            group = new_group(None, position)
+        group["count"] += 1
+        if op in ("load", "store"):
+            reads, writes = event["reads"], event["writes"]
+            moved = group["moved"].setdefault(event["tensor"], [0, 0])
+            moved[0 if op == "load" else 1] += event["elems"]
+            if op == "load":
+                group["resident"][event["tensor"]] = {k: event[k] for k in ("tensor", "block", "rows", "elems")}
+        elif op == "tile":
+            group["tiles"].append([event["i"], event["j"]])
+        elif op == "skip":
+            group["skips"].append([event["i"], event["j"]])
+        elif op == "state":
+            group["states"][event["i"]] = event
+        elif op in ("begin", "end"):
+            group[op] = event
+            if op == "end":
+                reads, writes = event["reads"], event["writes"]
+        group["reads"], group["writes"] = reads, writes
+    for group in groups:
+        group["states"] = [group["states"][i] for i in sorted(group["states"])]
+        group["resident"] = list(group["resident"].values())
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# The module page's "run it" cells
+# ---------------------------------------------------------------------------------------------
+
+def run_episode_cell(name: str, params: Optional[Dict[str, Any]] = None) -> dict:
+    """Run one episode cell of the module page; returns {"ok", "lines": [str], "values": {...}}.
+
+    Cells: "exact" (tiled vs naive attention), "roofline" (the HBM cost model on an A100),
+    "tiling" (block sizes and counted vs closed-form accesses), "online" (streaming softmax
+    and the monoid laws). Bad parameters raise ValueError/TypeError naming the parameter.
+    """
+    cells = {"exact": _cell_exact, "roofline": _cell_roofline, "tiling": _cell_tiling, "online": _cell_online}
+    if name not in cells:
+        raise ValueError("name must be one of {}, got {!r}".format(sorted(cells), name))
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise TypeError("params must be a dict, got {}".format(type(params).__name__))
+    values = cells[name](params)
+    return {"ok": True, "lines": values.pop("lines"), "values": values}
+
+
+def _sizes_for_cell(name: str, params: dict) -> tuple:
+    limits = CELL_LIMITS[name]
+    n = _int(params.get("n", 64), "n", 1, limits["n"])
+    d = _int(params.get("d", 16), "d", 1, limits["d"])
+    sram = _int(params.get("sram", 1024), "sram", 1, 1 << 24)
+    br, bc = io_model.block_sizes(sram, d)
+    tiles = -(-n // br) * -(-n // bc)
+    if tiles > limits["tiles"]:
+        raise ValueError("n, sram: {} tiles is too many for this cell (at most {}); raise M or lower N".format(
+            tiles, limits["tiles"]))
+    return n, d, sram, br, bc
+
+
+def _cell_exact(params: dict) -> dict:
+    n, d, sram, br, bc = _sizes_for_cell("exact", params)
+    causal = _bool(params.get("causal", False), "causal")
+    q, k, v = _random_qkv(n, d, 0)
+    q32, k32, v32 = q.astype(np.float32), k.astype(np.float32), v.astype(np.float32)
+    io = io_model.IOCounter()
+    o, lse = flash_np.forward(q32, k32, v32, causal=causal, block_q=br, block_k=bc, io=io)
+    o_ref, lse_ref = reference.forward(q, k, v, causal=causal)  # float64 oracle
+    err = float(np.max(np.abs(o.astype(np.float64) - o_ref)))
+    err_lse = float(np.max(np.abs(lse.astype(np.float64) - lse_ref)))
+    standard = io_model.standard_accesses(n, n, d)
+    lines = [
+        "N={} d={} M={} -> Br={} Bc={}{}".format(n, d, sram, br, bc, " (causal)" if causal else ""),
+        "max |O_flash - O_naive|     = {:.2e}   (float32 kernel vs float64 naive oracle)".format(err),
+        "max |lse_flash - lse_naive| = {:.2e}".format(err_lse),
+        "HBM accesses, tiled kernel (counted): {:,} elements".format(io.accesses),
+        "HBM accesses, standard (closed form): {:,} elements".format(standard),
+        "ratio standard / tiled: {:.2f}x".format(standard / io.accesses),
+    ]
+    if n * n < 4 * (br + bc) * d:
+        lines.append("(at this small N the tiled kernel can move more than the standard one: "
+                     "the Θ(N²d²/M) advantage needs N²  ≫ M)")
+    return {"lines": lines, "max_abs_err": err, "max_abs_err_lse": err_lse, "flash_accesses": io.accesses,
+            "standard_accesses": standard, "br": br, "bc": bc}
+
+
+def _cell_roofline(params: dict) -> dict:
+    n, d, sram, br, bc = _sizes_for_cell("roofline", params)
+    flops = 4 * n * n * d  # S = QKᵀ and O = PV, 2·N²·d each (multiply + add)
+    ridge = A100_FP16_FLOPS / A100_HBM_BYTES_PER_S  # FLOP/byte
+    rows = []
+    for label, accesses in (("standard", io_model.standard_accesses(n, n, d)),
+                            ("tiled", io_model.flash_accesses(n, n, d, sram))):
+        hbm_bytes = accesses * FP16_BYTES
+        intensity = flops / hbm_bytes
+        t_mem = hbm_bytes / A100_HBM_BYTES_PER_S
+        t_flop = flops / A100_FP16_FLOPS
+        rows.append((label, accesses, hbm_bytes, intensity, t_mem, t_flop))
+    lines = ["One head, forward, fp16, A100 (1.5 TB/s HBM, 312 TFLOP/s): N={} d={} M={} (Br={}, Bc={})".format(
+        n, d, sram, br, bc),
+        "FLOPs: 4·N²·d = {:,}".format(flops),
+        "{:<9}{:>16}{:>12}{:>12}{:>13}{:>13}  bound".format("kernel", "HBM elements", "MB", "FLOP/B",
+                                                            "t_mem (µs)", "t_flop (µs)")]
+    for label, accesses, hbm_bytes, intensity, t_mem, t_flop in rows:
+        lines.append("{:<9}{:>16,}{:>12.2f}{:>12.1f}{:>13.2f}{:>13.2f}  {}".format(
+            label, accesses, hbm_bytes / 1e6, intensity, t_mem * 1e6, t_flop * 1e6,
+            "memory" if intensity < ridge else "compute"))
+    lines.append("ridge point π/β = {:.0f} FLOP/byte: below it, time is set by HBM traffic.".format(ridge))
+    lines.append("")
+    lines.extend(io_model.format_figure2().splitlines())
+    return {"lines": lines, "ridge": ridge,
+            "standard_intensity": rows[0][3], "flash_intensity": rows[1][3],
+            "standard_accesses": rows[0][1], "flash_accesses": rows[1][1]}
+
+
+def _cell_tiling(params: dict) -> dict:
+    n, d, sram, br, bc = _sizes_for_cell("tiling", params)
+    q, k, v = _random_qkv(n, d, 1)
+    io = io_model.IOCounter()
+    flash_np.forward(q, k, v, block_q=br, block_k=bc, io=io)
+    closed = io_model.flash_accesses(n, n, d, sram)
+    standard = io_model.standard_accesses(n, n, d)
+    t_r, t_c = -(-n // br), -(-n // bc)
+    lines = [
+        "M={} elements, d={}: Bc = ceil(M/4d) = {}, Br = min(Bc, d) = {}".format(sram, d, bc, br),
+        "N={}: Tr = ceil(N/Br) = {}, Tc = ceil(N/Bc) = {}, {} tiles".format(n, t_r, t_c, t_r * t_c),
+        "HBM accesses counted by the kernel: {:,} (reads {:,}, writes {:,})".format(io.accesses, io.reads, io.writes),
+        "closed form io_model.flash_accesses: {:,}   {}".format(closed, "equal" if closed == io.accesses else "DIFFERENT"),
+        "standard attention (closed form):    {:,}".format(standard),
+        "N²d²/M = {:,.0f}   (Theorem 2's order; the count above is a small multiple of it)".format(
+            io_model.theta_ratio(n, d, sram)),
+    ]
+    return {"lines": lines, "counted": io.accesses, "closed_form": closed, "standard": standard,
+            "br": br, "bc": bc, "t_r": t_r, "t_c": t_c}
+
+
+def _cell_online(params: dict) -> dict:
+    n = _int(params.get("n", 37), "n", 1, CELL_LIMITS["online"]["n"])
+    block = _int(params.get("block", 8), "block", 1, CELL_LIMITS["online"]["n"])
+    scale = params.get("scale", 400)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 <= scale <= 1e5:
+        raise ValueError("scale must be a number between 0 and 100000, got {!r}".format(scale))
+    x = np.random.RandomState(2).standard_normal(n) * float(scale)  # (n,)
+    streamed = online_softmax.online_softmax(x, block)
+    shifted = np.exp(x - x.max())
+    two_pass = shifted / shifted.sum()
+    err = float(np.max(np.abs(streamed - two_pass)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = np.exp(x) / np.exp(x).sum()  # the one-pass formula without the max shift
+    naive_bad = int(np.sum(~np.isfinite(naive)))
+    # The monoid laws on three random blocks of this row.
+    cuts = sorted(np.random.RandomState(3).randint(0, n + 1, size=2))
+    a, b, c = (online_softmax.from_block(part) for part in (x[: cuts[0]], x[cuts[0]:cuts[1]], x[cuts[1]:]))
+    left = online_softmax.combine(online_softmax.combine(a, b), c)
+    right = online_softmax.combine(a, online_softmax.combine(b, c))
+    whole = online_softmax.from_block(x)
+    ident = online_softmax.identity(())
+    unit = online_softmax.combine(ident, whole)
+
+    def rel(s, t):
+        # Compare the sums they represent, l·exp(m), relative to t.
+        return abs(float(s.l) * math.exp(float(s.m) - float(t.m)) - float(t.l)) / float(t.l)
+
+    assoc = rel(left, right)
+    to_whole = rel(left, whole)
+    identity_gap = rel(unit, whole)
+    lines = [
+        "row of {} scores (normal × {}), blocks of {}: {} block(s)".format(n, scale, block, -(-n // block)),
+        "max |online_softmax - two-pass softmax| = {:.2e}".format(err),
+        "naive exp(x)/Σexp(x) without the max shift: {} of {} entries not finite{}".format(
+            naive_bad, n, " (overflow)" if naive_bad else ""),
+        "monoid on blocks [0:{}], [{}:{}], [{}:{}]:".format(cuts[0], cuts[0], cuts[1], cuts[1], n),
+        "  (a⊕b)⊕c vs a⊕(b⊕c): relative gap {:.1e}".format(assoc),
+        "  (a⊕b)⊕c vs the whole row in one block: relative gap {:.1e}".format(to_whole),
+        "  identity (-inf, 0) ⊕ x vs x: relative gap {:.1e}".format(identity_gap),
+        "running max m = {:.4g}, sum l = {:.6g}".format(float(whole.m), float(whole.l)),
+    ]
+    return {"lines": lines, "max_abs_err": err, "naive_non_finite": naive_bad,
+            "associativity_gap": assoc, "identity_gap": identity_gap}
