@@ -217,7 +217,7 @@ def test_inputs_the_shader_cannot_hold_are_refused():
 
 
 @pytest.mark.skipif(not PY38.exists(), reason="no .venv38 (Python 3.8 + NumPy 1.17.5, set up by scripts/setup.sh)")
-def test_mirror_and_spec_run_on_python38_with_numpy117():
+def test_mirror_spec_and_wgpu_import_on_python38_with_numpy117():
     script = r"""
 import warnings, numpy as np
 warnings.simplefilter("error")
@@ -233,6 +233,15 @@ assert np.allclose(o, o2, atol=1e-6) and np.array_equal(np.isinf(lse), np.isinf(
 spec = M.dispatch_spec(q, k, v, causal=True, mask=rng.rand(13, 11) > 0.5)
 o3, lse3 = M.decode_outputs(spec, {"o": bytes(spec["bindings"][5]["size"]), "lse": np.zeros(26, np.float32)})
 assert o3.shape == (2, 13, 3) and lse3.shape == (2, 13)
+from nlpcore.kernels import flash_wgpu  # importable without wgpu (as in Pyodide) ...
+try:
+    import wgpu
+except ImportError:
+    try:  # ... and says what is missing when called
+        flash_wgpu.forward(q, k, v)
+        raise AssertionError("flash_wgpu.forward ran without wgpu")
+    except ImportError as err:
+        assert "needs the wgpu package" in str(err), err
 print("ok")
 """
     env = {"PYTHONPATH": str(ROOT / "py"), "PATH": "/usr/bin:/bin"}

@@ -6,8 +6,13 @@ independent WebGPU implementation next to the browser's Dawn/Tint, executing the
 dispatch spec the page executes (:func:`nlpcore.kernels.flash_wgsl_mirror.dispatch_spec`).
 
 The device is requested with WebGPU's *default* limits for the numbers the tile plan relies on
-(16384 bytes of workgroup storage, 256 invocations per workgroup), so a plan that would not fit
-in a browser's default device fails here too instead of passing on a roomier adapter.
+(16384 bytes of workgroup storage, 256 invocations per workgroup, 128 MiB per storage binding),
+not the adapter's larger ones. One check is weaker here than in a browser: wgpu-native (wgpu-py
+0.32) does not total the workgroup arrays whose sizes come from ``override`` constants, so it
+would accept a pipeline over 16384 bytes that Chromium's Dawn refuses ("The total use of
+workgroup storage ... is larger than the maximum allowed"). What keeps both under the limit is
+the plan's own accounting, :func:`nlpcore.kernels.tiling.bytes_needed`, which counts exactly as
+the WebGPU spec (and Dawn) does.
 
 ``wgpu`` is imported on first use, so importing this module never fails; calling it without
 wgpu installed raises ImportError saying what to install.
@@ -60,18 +65,24 @@ def shader_source(name: str) -> str:
     return shader_path(name).read_text(encoding="utf-8")
 
 
+def _wgpu():
+    """The wgpu module, imported on first use with an error that says what to install."""
+    try:
+        import wgpu
+    except ImportError as err:
+        raise ImportError(
+            "nlpcore.kernels.flash_wgpu needs the wgpu package on CPython "
+            "(pip install 'nlpcore[test]' or pip install wgpu) and a Vulkan driver "
+            "(e.g. Debian's mesa-vulkan-drivers): {}".format(err)
+        ) from err
+    return wgpu
+
+
 def device():
     """The wgpu device (created once), with WebGPU's default limits for what the plan uses."""
     global _device
     if _device is None:
-        try:
-            import wgpu
-        except ImportError as err:
-            raise ImportError(
-                "nlpcore.kernels.flash_wgpu needs the wgpu package on CPython "
-                "(pip install 'nlpcore[test]' or pip install wgpu) and a Vulkan driver "
-                "(e.g. Debian's mesa-vulkan-drivers): {}".format(err)
-            ) from err
+        wgpu = _wgpu()
         adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
         if adapter is None:
             raise RuntimeError("wgpu found no adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers)")
@@ -86,7 +97,7 @@ def adapter_name() -> str:
 
 
 def _pipeline(spec: dict):
-    import wgpu
+    wgpu = _wgpu()
 
     key = (
         spec["shader"],
@@ -118,7 +129,7 @@ def run_spec(spec: dict) -> Dict[str, bytes]:
 
     Generic on purpose: it knows nothing about attention, exactly like the page's gpu.js.
     """
-    import wgpu
+    wgpu = _wgpu()
 
     usage = {
         "uniform": wgpu.BufferUsage.UNIFORM,

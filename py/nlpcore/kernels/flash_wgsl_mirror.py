@@ -74,7 +74,7 @@ class Launch(NamedTuple):
 
     def params_bytes(self) -> bytes:
         """``struct Params`` as the shaders read it (little-endian)."""
-        b, n_q, _ = self.q.shape
+        n_q = self.q.shape[1]
         n_k = self.k.shape[1]
         words = np.array(
             [n_q, n_k, int(self.causal), int(self.has_mask), self.mask_batch_stride, self.mask_row_stride],
