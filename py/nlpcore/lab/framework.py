@@ -25,6 +25,7 @@ import math
 import pathlib
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -124,6 +125,7 @@ class Step:
     hints: Sequence[str] = ()
     required: Sequence[str] = ()            # names the learner's code must define
     record: Sequence[str] = ()              # names whose values are saved with progress
+    report: Optional[Callable] = None       # report(ns) -> dict shown below the checks
 
     def __post_init__(self):
         if self.kind not in LADDER_KINDS:
@@ -229,14 +231,22 @@ def grade(exercise: Exercise, step_id: str, code: str) -> dict:
     """Grade one step: {exercise, step, checks: [result...], passed, record, elapsed_ms}."""
     step = exercise.step(step_id)
     start = time.perf_counter()
-    try:
-        ns = load_learner(code, step.required)
-    except LearnerError as err:
-        checks = [result(c.id, c.title, "error", str(err)) if c.runner != "local"
-                  else run_check(c, {}) for c in step.checks]
-        ns = None
-    else:
-        checks = [run_check(c, ns) for c in step.checks]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")     # NaN/overflow are reported by the checks instead
+        try:
+            ns = load_learner(code, step.required)
+        except LearnerError as err:
+            checks = [result(c.id, c.title, "error", str(err)) if c.runner != "local"
+                      else run_check(c, {}) for c in step.checks]
+            ns = None
+        else:
+            checks = [run_check(c, ns) for c in step.checks]
+        report = None
+        if ns is not None and step.report is not None:
+            try:
+                report = _plain(step.report(ns))
+            except Exception as err:  # the report is a courtesy; the checks carry the verdict
+                report = {"error": "%s: %s" % (type(err).__name__, err)}
     graded = [c for c in checks if c["status"] != "local"]
     record = {}
     if ns is not None:
@@ -246,7 +256,7 @@ def grade(exercise: Exercise, step_id: str, code: str) -> dict:
     return {
         "exercise": exercise.id, "step": step.id, "checks": checks,
         "passed": bool(graded) and all(c["status"] == "pass" for c in graded),
-        "record": record,
+        "record": record, "report": report,
         "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1),
     }
 
@@ -262,7 +272,9 @@ def verify_js(exercise: Exercise, step_id: str, check_id: str, code: str, job, o
     except LearnerError as err:
         return result(check.id, check.title, "error", str(err), runner=check.runner)
     try:
-        message = check.verify(ns, job, outputs)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            message = check.verify(ns, job, outputs)
     except CheckFailed as fail:
         return result(check.id, check.title, "fail", fail.message, runner=check.runner,
                       **fail.details)
@@ -387,6 +399,9 @@ def flash_bar(name: str, got, want64, naive, *, shapes: dict, slack: float = 2.0
 
 def expect_number(name: str, value) -> float:
     """The learner's number as a float; fail unless it is a finite real number."""
+    if value is None:
+        raise CheckFailed("%s is still None: replace it with your answer" % name,
+                          expected="a finite number", got="None")
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise CheckFailed("%s must be a number, got %s" % (name, type(value).__name__),
                           expected="a finite number", got=repr(value)[:80])

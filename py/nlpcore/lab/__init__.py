@@ -1,0 +1,77 @@
+"""Auto-graded exercises and the guided lab: one source of truth for the site.
+
+Each exercise is defined here in Python -- title, tier, ladder of steps, time, statement (Markdown
+with KaTeX-ready TeX), starter code, checks, hints and a reference solution -- and graded here,
+in CPython for the tests and in Pyodide for the page (through ``nlpcore.web.exercises``).
+
+- :func:`exercise` / :func:`exercises` -- the registry (ids: online-softmax, backward, triton,
+  wgsl, break-it; an id whose module is not present yet is simply not listed).
+- :func:`grade` -- grade one step of one exercise for a piece of learner code.
+- :func:`export_site_data` -- what build.py writes to dist/data/exercises.json.
+
+Adding an exercise: write ``nlpcore/lab/ex_<name>.py`` with ``build() -> Exercise`` and add its
+module name to ``EXERCISE_MODULES``. Checks that must run in the page (WebGPU) use
+``Check(runner="webgpu", prepare=..., verify=...)``; see :mod:`nlpcore.lab.framework`.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Dict, List
+
+from .framework import Exercise, grade as _grade, verify_js as _verify_js
+
+# id -> module under nlpcore.lab that defines build() -> Exercise, in the order pages list them.
+EXERCISE_MODULES = (
+    ("online-softmax", "ex_online_softmax"),
+    ("backward", "ex_backward"),
+    ("break-it", "ex_break_it"),
+    ("triton", "ex_triton"),
+    ("wgsl", "ex_wgsl"),
+)
+
+_cache: Dict[str, Exercise] = {}
+
+
+def _available():
+    for ex_id, module in EXERCISE_MODULES:
+        if importlib.util.find_spec(__name__ + "." + module) is not None:
+            yield ex_id, module
+
+
+def exercise(ex_id: str) -> Exercise:
+    """The exercise with this id; ValueError names the known ids otherwise."""
+    if ex_id in _cache:
+        return _cache[ex_id]
+    modules = dict(_available())
+    if ex_id not in modules:
+        raise ValueError("exercise must be one of %s, got %r" % (sorted(modules), ex_id))
+    ex = importlib.import_module(__name__ + "." + modules[ex_id]).build()
+    if ex.id != ex_id:
+        raise RuntimeError("module %s builds exercise %r, not %r" % (modules[ex_id], ex.id, ex_id))
+    _cache[ex_id] = ex
+    return ex
+
+
+def exercises() -> List[Exercise]:
+    return [exercise(ex_id) for ex_id, _ in _available()]
+
+
+def grade(ex_id: str, step_id: str, code: str) -> dict:
+    """Grade ``code`` for one step; see :func:`nlpcore.lab.framework.grade`."""
+    return _grade(exercise(ex_id), step_id, code)
+
+
+def verify_js(ex_id: str, step_id: str, check_id: str, code: str, job, outputs) -> dict:
+    return _verify_js(exercise(ex_id), step_id, check_id, code, job, outputs)
+
+
+def export_site_data() -> dict:
+    """Everything the pages need: exercises (statements, starters, solutions, checks) and the
+    guided lab's steps. Plain JSON-ready data."""
+    from . import guided
+    return {
+        "version": 1,
+        "exercises": [ex.to_data() for ex in exercises()],
+        "lab": guided.export(),
+    }

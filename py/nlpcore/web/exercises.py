@@ -1,0 +1,68 @@
+"""The exercise pages' door into Python (called through :func:`nlpcore.web.call`).
+
+    exercises.catalog()                                  -> ids, titles, steps (summary)
+    exercises.grade(exercise, step, code)                -> {checks, passed, record, report, elapsed_ms}
+    exercises.verify(exercise, step, check, code, job, outputs)
+                                                         -> one check's verdict after the page ran
+                                                            its job (JS-run checks, e.g. WebGPU)
+    exercises.kill_matrix(code=None)                     -> the break-it kill matrix of a suite
+                                                            (the weak suite when code is None)
+    exercises.lab_check(step, answer, observed=None)     -> a guided-lab answer's verdict
+
+Learner code arrives as a plain string and runs with ``exec`` in a fresh namespace (see
+:func:`nlpcore.lab.framework.load_learner`); the page enforces the time limit by terminating
+the worker (js/runtime.js). Must run in Pyodide 0.17 (Python 3.8, NumPy 1.17).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from .. import lab
+from ..lab import guided, mutants
+
+__all__ = ["catalog", "grade", "verify", "kill_matrix", "lab_check"]
+
+
+def _str(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError("%s: expected a str, got %s" % (name, type(value).__name__))
+    return value
+
+
+def catalog() -> list:
+    """[{id, title, tier, minutes, steps: [step ids]}] of the exercises in this build."""
+    return [{"id": ex.id, "title": ex.title, "tier": ex.tier, "minutes": ex.minutes,
+             "steps": [s.id for s in ex.steps]} for ex in lab.exercises()]
+
+
+def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
+    """Grade ``code`` for one step of one exercise; see nlpcore.lab.framework.grade."""
+    return lab.grade(_str(exercise, "exercise"), _str(step, "step"), _str(code, "code"))
+
+
+def verify(exercise: str, step: str, check: str, code: str, job: Any = None,
+           outputs: Optional[Dict[str, bytes]] = None) -> Dict[str, Any]:
+    """Finish a check that ran partly in the page: ``outputs`` is {name: bytes} from the JS
+    runner that executed ``job`` (as returned in the pending check of :func:`grade`)."""
+    if outputs is not None and not isinstance(outputs, dict):
+        raise TypeError("outputs: expected a dict {name: bytes}, got %s" % type(outputs).__name__)
+    return lab.verify_js(_str(exercise, "exercise"), _str(step, "step"), _str(check, "check"),
+                         _str(code, "code"), job, outputs or {})
+
+
+def kill_matrix(code: Optional[str] = None) -> Dict[str, Any]:
+    """The break-it kill matrix (clean kernel and five mutants × tests) of the weak suite, or of
+    the suite in ``code``, as {columns, rows, killers}."""
+    source = mutants.WEAK_SUITE_SOURCE if code is None else _str(code, "code")
+    matrix = mutants.kill_matrix(mutants.load_suite(source))
+    table = mutants.matrix_table(matrix)
+    table["killers"] = mutants.killers(matrix)
+    return table
+
+
+def lab_check(step: str, answer: Any = None, observed: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Check a guided-lab answer; ``observed`` is the last ``lab:compared`` event detail."""
+    if observed is not None and not isinstance(observed, dict):
+        raise TypeError("observed: expected the lab:compared detail (a dict), got %s"
+                        % type(observed).__name__)
+    return guided.check(_str(step, "step"), answer, observed)

@@ -1,0 +1,254 @@
+"""Graders of the auto-graded exercises (nlpcore.lab): for every exercise and step, the reference
+solution passes, the starter fails with a helpful message, and plausible wrong answers fail."""
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from nlpcore import lab
+from nlpcore.lab import framework as fw
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CONTRACT_IDS = {"online-softmax", "backward", "triton", "wgsl", "break-it"}
+STEPS = [(ex.id, s.id) for ex in lab.exercises() for s in ex.steps]
+
+
+def graded(result):
+    return [c for c in result["checks"] if c["status"] != "local"]
+
+
+def test_exercise_ids_are_the_contract_ones():
+    ids = [ex.id for ex in lab.exercises()]
+    assert {"online-softmax", "backward", "break-it", "triton"} <= set(ids)
+    assert set(ids) <= CONTRACT_IDS
+
+
+@pytest.mark.parametrize("ex_id,step_id", STEPS)
+def test_solution_passes_every_check(ex_id, step_id):
+    step = lab.exercise(ex_id).step(step_id)
+    result = lab.grade(ex_id, step_id, step.solution)
+    failures = [c for c in graded(result) if c["status"] != "pass"]
+    assert not failures, json.dumps(failures, indent=1)
+    assert result["passed"]
+    assert len(graded(result)) >= 1
+
+
+@pytest.mark.parametrize("ex_id,step_id", STEPS)
+def test_starter_fails_with_a_message(ex_id, step_id):
+    step = lab.exercise(ex_id).step(step_id)
+    result = lab.grade(ex_id, step_id, step.starter)
+    assert not result["passed"]
+    failed = [c for c in graded(result) if c["status"] != "pass"]
+    assert failed
+    for c in failed:
+        assert len(c["message"]) > 20, c
+
+
+@pytest.mark.parametrize("ex_id,step_id", STEPS)
+def test_grading_a_step_is_fast(ex_id, step_id):
+    """CPython bound; the page measures the same in Pyodide (tests/browser/test_exercises.py)."""
+    step = lab.exercise(ex_id).step(step_id)
+    lab.grade(ex_id, step_id, step.solution)  # warm imports
+    start = time.perf_counter()
+    lab.grade(ex_id, step_id, step.solution)
+    assert time.perf_counter() - start < 0.5
+
+
+def mutate(code: str, old: str, new: str) -> str:
+    assert code.count(old) == 1, "the wrong answer must change exactly one place: %r" % old
+    return code.replace(old, new)
+
+
+# (exercise, step, old text in the solution, replacement, check ids that must fail)
+WRONG_ANSWERS = [
+    ("online-softmax", "predict", "flash = 2 * N * d + Tc * 3 * N * d", "flash = N * N * d * d / M",
+     {"flash"}),
+    ("online-softmax", "predict", "standard = 4 * N * N + 4 * N * d", "standard = N * N",
+     {"standard"}),
+    ("online-softmax", "scratch", "return m, l_a * np.exp(m_a - s) + l_b * np.exp(m_b - s)",
+     "return m, l_a + l_b", {"pieces", "softmax"}),  # still a monoid: only "pieces" sees it
+    ("online-softmax", "scratch", "    return np.where(np.isfinite(m), m, 0.0)",
+     "    return m", {"identity", "softmax"}),
+    ("online-softmax", "compose", "acc = alpha[:, None] * acc + p @ v[k0:k1]",
+     "acc = acc + p @ v[k0:k1]", {"ragged", "causal", "lse"}),
+    ("online-softmax", "compose", "s = np.where(cols <= rows, s, -np.inf)",
+     "s = np.where(cols < rows, s, -np.inf)", {"causal"}),
+    ("online-softmax", "probe", "    fig = io_model.figure2()\n    return {",
+     "    return {'slope_n': 2.0, 'slope_m': -1.0, 'slope_d': 2.0, 'figure2_ratio': 40.3 / 4.4}\n"
+     "    return {", {"slopes", "figure2", "measures"}),
+    ("backward", "harden", "return o.astype(q.dtype), lse", "return o, lse", {"float16"}),
+    ("backward", "harden", "shift = np.where(np.isfinite(m_new), m_new, 0).astype(acc_dtype)",
+     "shift = m_new", {"empty-rows"}),
+    ("backward", "harden", "k1 = min(k0 + block_k, n_k)", "k1 = k0 + block_k - 1",
+     {"plain", "ragged", "padding"}),
+    ("backward", "scratch", "ds = p * (dp - D[q0:q1, None])", "ds = p * dp",
+     {"reference", "masks", "empty-rows", "finite-diff"}),
+    ("backward", "scratch", "dq[q0:q1] += scale * ds @ k[k0:k1]", "dq[q0:q1] += ds @ k[k0:k1]",
+     {"reference", "masks", "empty-rows", "finite-diff"}),
+    ("break-it", "predict", '"global-max": [],', '"global-max": ["test_rows_sum_to_one"],',
+     {"matrix"}),
+    ("break-it", "break", "    x[0, :8] = -np.inf\n", "", {"kills-unguarded-inf"}),
+    ("break-it", "break", "def test_ragged_tail(softmax):                     # dropped-tail\n",
+     "def test_ragged_tail(softmax):\n    assert softmax(np.zeros((1, 4)), block=2).sum() == 2\n",
+     {"clean"}),
+    ("triton", "port", "p = np.exp2(s - m_new[:, None])", "p = np.exp(s - m_new[:, None])",
+     {"ragged", "causal", "wide"}),
+    ("triton", "port", "lse = (m_i + np.log2(l_i)) * np.float32(LN2)",
+     "lse = m_i + np.log(l_i)", {"ragged", "causal", "wide"}),
+    ("triton", "port", "full_end = min(m0, n_k) // BLOCK_N * BLOCK_N",
+     "full_end = min(m0 + BLOCK_M, n_k) // BLOCK_N * BLOCK_N", {"key-range", "causal"}),
+    ("triton", "compose", "        f /= 2\n", "", {"flops", "tflops"} - {"tflops"}),
+]
+
+
+@pytest.mark.parametrize("ex_id,step_id,old,new,must_fail", WRONG_ANSWERS,
+                         ids=["%s/%s/%d" % (w[0], w[1], i) for i, w in enumerate(WRONG_ANSWERS)])
+def test_plausible_wrong_answer_fails(ex_id, step_id, old, new, must_fail):
+    step = lab.exercise(ex_id).step(step_id)
+    result = lab.grade(ex_id, step_id, mutate(step.solution, old, new))
+    assert not result["passed"]
+    status = {c["id"]: c["status"] for c in result["checks"]}
+    assert {c for c in must_fail if status[c] != "pass"} == set(must_fail), status
+
+
+def test_every_step_has_statement_hints_and_checks():
+    for ex in lab.exercises():
+        assert ex.tier in ("browser", "gpu", "systems") and ex.minutes > 0 and ex.sources
+        for s in ex.steps:
+            assert s.kind in fw.LADDER_KINDS
+            assert len(s.statement) > 100 and len(s.hints) >= 2 and s.checks
+            compile(s.starter, "starter", "exec")
+            compile(s.solution, "solution", "exec")
+
+
+def test_failure_reports_expected_got_tolerance_max_delta_and_shapes():
+    step = lab.exercise("online-softmax").step("compose")
+    wrong = mutate(step.solution, "acc = alpha[:, None] * acc + p @ v[k0:k1]",
+                   "acc = acc + p @ v[k0:k1]")
+    check = lab.grade("online-softmax", "compose", wrong)["checks"][0]
+    assert check["status"] == "fail"
+    for key in ("expected", "got", "tolerance", "max_abs_err", "shapes", "where"):
+        assert key in check, key
+    assert check["shapes"]["q"] == [37, 16] and check["max_abs_err"] > 1e-3
+    assert "blocks 8×16" in check["message"]
+
+
+def test_learner_code_errors_are_stated():
+    r = lab.grade("online-softmax", "compose", "def attention(:\n")
+    assert {c["status"] for c in r["checks"]} == {"error"}
+    assert "does not compile" in r["checks"][0]["message"]
+    r = lab.grade("online-softmax", "compose", "x = 1\n")
+    assert "must define attention" in r["checks"][0]["message"]
+    r = lab.grade("online-softmax", "compose", "raise KeyError('boom')\n")
+    assert "KeyError" in r["checks"][0]["message"] and "line 1" in r["checks"][0]["message"]
+
+
+def test_fresh_namespace_per_grade():
+    lab.grade("online-softmax", "predict", "standard = 1\nflash = 1\nimport builtins\nbuiltins.LEAK = 1\n")
+    r = lab.grade("online-softmax", "predict", "standard = LEAK_NAME_THAT_DOES_NOT_EXIST\n")
+    assert r["checks"][0]["status"] == "error"
+    import builtins
+    del builtins.LEAK
+
+
+def test_assert_close_rules():
+    shapes = {"x": [3]}
+    assert fw.assert_close("x", [1.0, -np.inf, 2.0], [1.0, -np.inf, 2.0], shapes=shapes) == 0.0
+    with pytest.raises(fw.CheckFailed) as info:
+        fw.assert_close("x", [1.0, np.nan, 2.0], [1.0, 0.0, 2.0], shapes=shapes)
+    assert "NaN" in info.value.message
+    with pytest.raises(fw.CheckFailed) as info:
+        fw.assert_close("x", [1.0, 0.0, 2.0], [1.0, -np.inf, 2.0], shapes=shapes)
+    assert "infinities" in info.value.message
+    with pytest.raises(fw.CheckFailed) as info:
+        fw.assert_close("x", [1.0, 0.0], [1.0, -np.inf, 2.0], shapes=shapes)
+    assert "shape" in info.value.message
+
+
+def test_js_check_protocol_pending_then_verify():
+    """A check with runner="webgpu" is returned pending with its job; verify() finishes it."""
+    def prepare(ns):
+        return {"double": ns["x"]}
+
+    def verify(ns, job, outputs):
+        got = np.frombuffer(outputs["y"], dtype="<f4")
+        if not np.allclose(got, 2 * job["double"]):
+            raise fw.CheckFailed("wrong", expected=str(2 * job["double"]), got=str(got))
+        return "ok"
+
+    ex = fw.Exercise(id="demo", title="t", tier="browser", minutes=1, summary="s", steps=(
+        fw.Step(id="s", kind="Scratch", title="t", minutes=1, statement="s", starter="",
+                solution="", required=("x",), checks=(
+                    fw.Check("gpu", "runs on the GPU", runner="webgpu", prepare=prepare,
+                             verify=verify),)),))
+    r = fw.grade(ex, "s", "x = 3.0")
+    (pending,) = r["checks"]
+    assert pending["status"] == "pending" and pending["runner"] == "webgpu"
+    assert pending["job"] == {"double": 3.0} and not r["passed"]
+    good = fw.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
+                        {"y": np.float32([6.0]).tobytes()})
+    bad = fw.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
+                       {"y": np.float32([5.0]).tobytes()})
+    assert good["status"] == "pass" and bad["status"] == "fail" and bad["expected"] == "6.0"
+
+
+def test_triton_local_checks_are_not_graded_and_show_commands():
+    ex = lab.exercise("triton")
+    r = lab.grade("triton", "compose", ex.step("compose").solution)
+    local = [c for c in r["checks"] if c["status"] == "local"]
+    assert len(local) == 3 and all("check_triton" in c["command"] or "bench" in c["command"]
+                                   for c in local)
+    assert r["passed"]
+
+
+def test_export_site_data_is_plain_json():
+    data = lab.export_site_data()
+    text = json.dumps(data, allow_nan=False)
+    back = json.loads(text)
+    ids = [e["id"] for e in back["exercises"]]
+    assert ids[:3] == ["online-softmax", "backward", "break-it"]
+    for e in back["exercises"]:
+        assert e["ladder"] and e["steps"] and e["minutes"]
+        for s in e["steps"]:
+            assert s["starter"] and s["solution"] and s["checks"]
+    assert [s["number"] for s in back["lab"]] == list(range(1, len(back["lab"]) + 1))
+
+
+def test_web_door_grades_and_refuses_other_names():
+    from nlpcore.web import call
+    step = lab.exercise("backward").step("harden")
+    r = call("exercises.grade", {"exercise": "backward", "step": "harden", "code": step.solution})
+    assert r["passed"]
+    with pytest.raises(ValueError):
+        call("exercises.load_learner", {"code": "x = 1"})
+    with pytest.raises(TypeError, match="code"):
+        call("exercises.grade", {"exercise": "backward", "step": "harden", "code": 3})
+    with pytest.raises(ValueError, match="exercise must be one of"):
+        call("exercises.grade", {"exercise": "nope", "step": "harden", "code": ""})
+
+
+PY38 = ROOT / ".venv38" / "bin" / "python"
+PY38_SMOKE = r"""
+import sys
+from nlpcore import lab
+for ex in lab.exercises():
+    for s in ex.steps:
+        r = lab.grade(ex.id, s.id, s.solution)
+        assert r["passed"], (ex.id, s.id, [c for c in r["checks"] if c["status"] != "pass"])
+        assert not lab.grade(ex.id, s.id, s.starter)["passed"], (ex.id, s.id)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not PY38.exists(), reason="no Python 3.8 + NumPy 1.17 venv (.venv38)")
+def test_graders_run_on_python38_numpy117():
+    """The graders run in Pyodide 0.17; .venv38 has the same Python and NumPy versions."""
+    out = subprocess.run([str(PY38), "-W", "error::SyntaxWarning", "-c", PY38_SMOKE],
+                         cwd=str(ROOT), env={"PYTHONPATH": str(ROOT / "py")},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
