@@ -36,7 +36,7 @@ function normaliseExercises(doc) {
       tier: ex.tier || fallback.tier || "",
       ladder: names(ex.ladder) || fallback.ladder || [],
       minutes: ex.minutes || ex.time_minutes || ex.time || fallback.minutes || null,
-      steps: names(ex.steps),
+      steps: Array.isArray(ex.steps) ? ex.steps.map((x) => (typeof x === "string" ? x : x && (x.id || x.name))).filter(Boolean) : null,
     });
   }
   return out;
@@ -62,8 +62,11 @@ async function loadExercises() {
   try {
     const resp = await fetch("data/exercises.json", { cache: "no-cache" });
     if (!resp.ok) return builtIn;
-    const parsed = normaliseExercises(await resp.json());
-    return parsed ? { list: parsed, source: "data/exercises.json" } : builtIn;
+    const doc = await resp.json();
+    const parsed = normaliseExercises(doc);
+    if (!parsed) return builtIn;
+    const labSteps = doc && Array.isArray(doc.lab) ? doc.lab.map((x) => x && x.id).filter(Boolean) : null;
+    return { list: parsed, source: "data/exercises.json", labSteps };
   } catch (err) {
     return builtIn;
   }
@@ -85,7 +88,8 @@ function stepTotal(ex) {
 }
 
 function exerciseStatus(ex) {
-  const done = doneSteps(ex.id).length;
+  const known = ex.steps && ex.steps.length ? new Set(ex.steps) : null;
+  const done = doneSteps(ex.id).filter((s) => !known || known.has(s)).length;
   const total = stepTotal(ex);
   if (done === 0) return { text: "not started", state: "todo", done, total };
   if (done >= total) return { text: `done (${done}/${total} steps)`, state: "done", done, total };
@@ -110,7 +114,7 @@ function renderExerciseRows(list) {
   }
 }
 
-function renderProgress(progress, exercises) {
+function renderProgress(progress, exercises, labSteps) {
   const box = document.getElementById("progress");
   let stepsDone = 0;
   let stepsTotal = 0;
@@ -123,7 +127,9 @@ function renderProgress(progress, exercises) {
     if (s.state === "done") complete += 1;
     else if (!next) next = ex;
   }
-  const labDone = Object.values(progress.lab).filter((r) => r && r.done).length;
+  const labKnown = labSteps && labSteps.length ? new Set(labSteps) : null;
+  const labDone = Object.entries(progress.lab).filter(([k, r]) => r && r.done && (!labKnown || labKnown.has(k))).length;
+  const labOf = labKnown ? ` of ${labKnown.size}` : "";
   box.replaceChildren(
     el("div", { class: "progress-line" },
       el("strong", { "data-testid": "progress-exercises", text: `${complete} of ${exercises.length}` }),
@@ -133,7 +139,7 @@ function renderProgress(progress, exercises) {
       el("span", { style: `width:${stepsTotal ? (100 * stepsDone) / stepsTotal : 0}%` })),
     el("div", { class: "progress-line" },
       el("strong", { "data-testid": "progress-lab", text: String(labDone) }),
-      labDone === 1 ? " guided-lab step done" : " guided-lab steps done"),
+      `${labOf} guided-lab step${labDone === 1 && !labOf ? "" : "s"} done`),
   );
   box.dataset.state = "ready";
   box.dataset.stepsDone = String(stepsDone);
@@ -152,7 +158,7 @@ function renderProgress(progress, exercises) {
     nextEl.append("Every exercise is done. Try the visualizer's backward mode, or re-run the lab on another GPU.");
   }
   const labStatus = document.getElementById("lab-status");
-  labStatus.textContent = labDone ? `You have finished ${labDone} step(s) of the lab.` : "Not started yet.";
+  labStatus.textContent = labDone ? `You have finished ${labDone}${labOf} steps of the lab.` : "Not started yet.";
 }
 
 function showNotice(text) {
@@ -228,14 +234,14 @@ async function main() {
   if (document.readyState === "complete") typeset();
   else window.addEventListener("load", typeset);
 
-  const { list: exercises } = await loadExercises();
+  const { list: exercises, labSteps } = await loadExercises();
   const { progress, notice } = loadProgress();
   showNotice(notice);
   renderExerciseRows(exercises);
-  renderProgress(progress, exercises);
+  renderProgress(progress, exercises, labSteps);
   onProgressChange((doc) => {
     renderExerciseRows(exercises);
-    renderProgress(doc, exercises);
+    renderProgress(doc, exercises, labSteps);
   });
   document.getElementById("progress-reset").addEventListener("click", () => {
     resetProgress();

@@ -393,7 +393,7 @@ function drawCounters(f, p) {
     .sort(([a], [b]) => TENSOR_ORDER.indexOf(a) - TENSOR_ORDER.indexOf(b))
     .map(([t, r]) => {
       const li = document.createElement("li");
-      li.textContent = `${t === "l" ? "ℓ" : t}${r.block} (${rowsText(r.rows)}): ${fmt(r.elems)}`;
+      li.textContent = `${t === "l" ? "ℓ" : t} block ${r.block} (${rowsText(r.rows)}): ${fmt(r.elems)}`;
       return li;
     }));
 }
@@ -427,8 +427,9 @@ function drawStats(f, p) {
     const top = firstUpdated.offsetTop - box.clientHeight / 3;
     box.scrollTop = Math.max(0, top);
   }
-  const note = p.mode === "backward" ? "The backward pass carries no (m, ℓ): it reads lse and D = rowsum(dO∘O) instead." : "";
-  $("stats-h").title = note;
+  const note = $("stats-note");
+  note.hidden = p.mode !== "backward";
+  note.textContent = "The backward pass carries no running (m, ℓ): it recomputes P from the saved lse and reads D = rowsum(dO∘O), so this table stays empty.";
 }
 
 function render() {
@@ -463,7 +464,7 @@ function setPlaying(on) {
   clearInterval(view.timer);
   view.timer = null;
   const button = $("b-play");
-  button.textContent = view.playing ? "⏸" : "▶";
+  button.textContent = view.playing ? "Pause" : "Play";
   button.setAttribute("aria-label", view.playing ? "Pause" : "Play");
   button.setAttribute("aria-pressed", String(view.playing));
   $("event-text").setAttribute("aria-live", view.playing ? "off" : "polite");
@@ -613,9 +614,9 @@ async function main() {
   const q = new URLSearchParams(window.location.search);
   const num = (key, fallback) => (q.has(key) ? Number(q.get(key)) : fallback);
   const form = $("viz-params");
-  fillSelect(form.n, opts.n, num("n", 24));
+  fillSelect(form.n, opts.n, num("n", 48));
   fillSelect(form.d, opts.d, num("d", 4));
-  fillSelect(form.sram, opts.sram, num("m", 64));
+  fillSelect(form.sram, opts.sram, num("m", 128));
   form.causal.checked = q.get("causal") === "1";
   const order = q.get("order") === "q_outer" ? "q_outer" : "kv_outer";
   form.querySelector(`input[name="order"][value="${order}"]`).checked = true;

@@ -30,7 +30,7 @@ __all__ = ["options", "plan", "trace", "run_episode_cell"]
 
 # What the visualizer offers. Every combination passes plan() or is refused with a reason
 # before any kernel runs, so nothing offered can freeze the page.
-OFFERED_N = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+OFFERED_N = (8, 12, 16, 20, 24, 32, 48, 50, 64, 96, 100, 128, 192, 200, 256)
 OFFERED_D = (2, 4, 8, 16, 32, 64)
 OFFERED_M = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 MODES = ("forward", "backward")
