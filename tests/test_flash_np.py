@@ -11,7 +11,7 @@ import pytest
 from nlpcore.kernels import flash_np, reference
 from support import assert_close, low_precision_bar, max_abs_diff
 
-pytestmark = pytest.mark.filterwarnings("error")  # any RuntimeWarning (e.g. 0/0, log 0) fails
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")  # any RuntimeWarning (e.g. 0/0, log 0) fails
 
 # (leading axes, Nq, Nk, d, dv, block_q, block_k): ragged tiles, odd head dims, Nq != Nk, dv != d,
 # one-element cases, and tiles larger than the whole sequence.

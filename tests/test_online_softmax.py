@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 from nlpcore.kernels.online_softmax import State, combine, from_block, identity, online_softmax
 from support import assert_close
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 # Finite scores plus -inf (masked entries); wide range to exercise the rescaling.
 scores = st.one_of(st.floats(-300, 300, allow_nan=False), st.just(-np.inf))
