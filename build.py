@@ -30,11 +30,11 @@ import base64
 import functools
 import hashlib
 import http.server
-import importlib
 import io
 import json
 import pathlib
 import shutil
+import subprocess
 import sys
 import threading
 import tomllib
@@ -245,26 +245,33 @@ def write_json(path: pathlib.Path, value) -> None:
                     encoding="utf-8")
 
 
+# Run in a fresh interpreter so the build sees this tree's py/ (not an nlpcore imported
+# earlier in the calling process, e.g. by a test) and leaves no modules behind.
+_EXPORT_SCRIPT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+try:
+    import nlpcore.lab as lab
+except ModuleNotFoundError as error:
+    if error.name not in ("nlpcore", "nlpcore.lab"):
+        raise
+    lab = None
+exporter = getattr(lab, "export_site_data", None)
+json.dump(None if exporter is None else {"data": exporter()}, sys.stdout)
+"""
+
+
 def export_site_data(out: pathlib.Path) -> bool:
     """Write data/exercises.json from nlpcore.lab.export_site_data() if that exists."""
-    py_dir = str(ROOT / "py")
-    if py_dir not in sys.path:
-        sys.path.insert(0, py_dir)
-    try:
-        lab = importlib.import_module("nlpcore.lab")
-    except ModuleNotFoundError as error:
-        if error.name in ("nlpcore", "nlpcore.lab"):
-            return False
-        raise
-    exporter = getattr(lab, "export_site_data", None)
-    if exporter is None:
+    result = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "py")],
+                            capture_output=True, text=True, cwd=ROOT)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no error output"])[-1]
+        raise BuildError(f"nlpcore.lab.export_site_data() failed: {last}")
+    exported = json.loads(result.stdout)
+    if exported is None:
         return False
-    try:
-        data = exporter()
-    except Exception as error:
-        raise BuildError(f"nlpcore.lab.export_site_data() failed: "
-                         f"{type(error).__name__}: {error}") from error
-    write_json(out / "data" / "exercises.json", data)
+    write_json(out / "data" / "exercises.json", exported["data"])
     return True
 
 

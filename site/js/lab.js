@@ -142,6 +142,7 @@ function showPlan(prepared) {
 function showPairs(pairs) {
   const body = $("results-body");
   body.replaceChildren();
+  $("results").hidden = !pairs.length;
   for (const pair of pairs) {
     const row = document.createElement("tr");
     row.dataset.pair = pair.pair;
@@ -151,7 +152,8 @@ function showPairs(pairs) {
     row.appendChild(th);
     cell(row, fmt(pair.o_max_abs), "num");
     cell(row, fmt(pair.lse_max_abs), "num");
-    cell(row, `≤ ${fmt(pair.bound)}`, "num").title = `atol ${pair.atol} + rtol ${pair.rtol} · max|ref|`;
+    cell(row, `o ≤ ${fmt(pair.o_bound)}, lse ≤ ${fmt(pair.lse_bound)}`, "num").title =
+        `atol ${pair.atol} + rtol ${pair.rtol} · max |reference|, for o and lse separately`;
     cell(row, pair.ok ? "agree" : `differ: ${pair.problem}`, pair.ok ? "ok" : "bad");
     body.appendChild(row);
   }
@@ -186,7 +188,7 @@ export async function runComparison(params = readParams()) {
   $("run").disabled = true;
   setStatus("running", null, "running…");
   showError("");
-  $("results-body").replaceChildren();
+  showPairs([]);
   $("preview").textContent = "";
   $("timings").textContent = "";
   const detail = {status: "running", maxAbsErr: null, params, plan: null, pairs: [],

@@ -24,8 +24,16 @@ let web = null;          // PyProxy of the nlpcore.web module once booted
 let bootError = null;    // a stated reason when booting failed
 const queue = [];        // requests that arrived before boot finished
 
-function progress(stage, message) {
-  self.postMessage({type: "progress", stage, message});
+const STAGE_TASKS = {
+  runtime: "loading the Pyodide runtime from vendor/pyodide/",
+  numpy: "loading NumPy and micropip from vendor/pyodide/",
+  nlpcore: "installing the nlpcore wheel from wheels/",
+};
+let stage = "runtime";   // the boot stage under way, named in a boot error
+
+function progress(next, message) {
+  if (next in STAGE_TASKS) stage = next;
+  self.postMessage({type: "progress", stage: next, message});
 }
 
 // ---- plain data <-> tagged JSON ------------------------------------------------------------
@@ -161,7 +169,7 @@ boot().then((info) => {
   progress("ready", `Python ${info.python}, NumPy ${info.numpy}, nlpcore ${info.nlpcore}`);
   self.postMessage({type: "ready", info});
 }, (error) => {
-  bootError = describe(error).error;
+  bootError = `${STAGE_TASKS[stage]} failed: ${describe(error).error}`;
   progress("error", bootError);
   self.postMessage({type: "boot-error", error: bootError});
 }).then(() => {

@@ -1,0 +1,224 @@
+"""build.py: a deterministic dist/ with a correct manifest, only the Pyodide files the lab needs,
+a valid nlpcore wheel, and a server that sends the right content types."""
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import importlib.util
+import io
+import json
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _load_build():
+    spec = importlib.util.spec_from_file_location("lab_build_under_test", ROOT / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = _load_build()
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory):
+    """Two independent builds of the same tree: one through the CLI, one through build()."""
+    first = tmp_path_factory.mktemp("build") / "a"
+    second = tmp_path_factory.mktemp("build") / "b"
+    run = subprocess.run([sys.executable, str(ROOT / "build.py"), "--out", str(first)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    build.build(second)
+    return first, second
+
+
+def _files(root: pathlib.Path) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_two_builds_are_byte_identical(two_builds):
+    first, second = two_builds
+    a, b = _files(first), _files(second)
+    assert sorted(a) == sorted(b)
+    differing = [name for name in a if a[name] != b[name]]
+    assert not differing, f"files differ between two builds: {differing}"
+
+
+def test_manifest_lists_every_file_with_its_hash_and_size(two_builds):
+    out = two_builds[0]
+    manifest = json.loads((out / "manifest.json").read_text())
+    on_disk = {name: data for name, data in _files(out).items() if name != "manifest.json"}
+    assert sorted(manifest["files"]) == sorted(on_disk)
+    for name, data in on_disk.items():
+        entry = manifest["files"][name]
+        assert entry["size"] == len(data), name
+        assert entry["sha256"] == hashlib.sha256(data).hexdigest(), name
+
+
+def test_layout(two_builds):
+    out = two_builds[0]
+    for name in ["lab.html", "css/lab.css", "js/runtime.js", "js/pyworker.js", "js/gpu.js",
+                 "js/lab.js", "wgsl/flash_fwd.wgsl", "src/wgsl/flash_fwd.wgsl",
+                 "src/nlpcore/web/lab.py", "src/nlpcore/kernels/flash_np.py",
+                 "vendor/katex/katex.min.js", "vendor/codemirror/lib/codemirror.js",
+                 "vendor/codemirror/mode/python/python.js", "vendor/chartjs/chart.umd.js",
+                 "wheels/nlpcore-0.1.0-py3-none-any.whl"]:
+        assert (out / name).is_file(), name
+    # KaTeX's stylesheet refers to fonts/...; the woff2 files it lists first must be there.
+    css = (out / "vendor/katex/katex.min.css").read_text()
+    for font in {part.split(")")[0] for part in css.split("url(")[1:] if ".woff2" in part}:
+        assert (out / "vendor/katex" / font).is_file(), font
+    assert not any(p.name.startswith(".") for p in out.rglob("*")), "hidden files were shipped"
+
+
+def test_pyodide_is_only_the_runtime_numpy_and_micropip_closure(two_builds):
+    out = two_builds[0]
+    vendored = {p.name for p in (out / "vendor/pyodide").iterdir()}
+    index = json.loads((out / "vendor/pyodide/packages.json").read_text())["dependencies"]
+    closure = build.pyodide_closure(index, ("numpy", "micropip"))
+    assert closure == ["micropip", "numpy", "packaging", "pyparsing"]
+    expected = {"pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "pyodide.asm.data",
+                "packages.json", "LICENSE"}
+    expected |= {f"{name}.{ext}" for name in closure for ext in ("js", "data")}
+    assert vendored == expected
+    # The npm package holds ~270 MB; what ships should be a small fraction of it.
+    size = sum((out / "vendor/pyodide" / name).stat().st_size for name in vendored)
+    assert size < 40e6, size
+
+
+def test_pyodide_closure_follows_dependencies_and_rejects_unknown_names():
+    deps = {"a": ["b"], "b": ["c", "a"], "c": [], "unused": []}
+    assert build.pyodide_closure(deps, ("a",)) == ["a", "b", "c"]
+    with pytest.raises(build.BuildError, match="'nope'"):
+        build.pyodide_closure(deps, ("nope",))
+
+
+def test_wheel_is_valid_and_reproducible(two_builds):
+    whl = two_builds[0] / "wheels" / "nlpcore-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl) as zf:
+        assert zf.testzip() is None
+        infos = zf.infolist()
+        assert all(info.date_time == (1980, 1, 1, 0, 0, 0) for info in infos)
+        names = [info.filename for info in infos]
+        assert names[-1] == "nlpcore-0.1.0.dist-info/RECORD"
+        assert "nlpcore/__init__.py" in names and "nlpcore/web/__init__.py" in names
+        assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+        record = list(csv.reader(io.StringIO(zf.read("nlpcore-0.1.0.dist-info/RECORD").decode())))
+        assert sorted(row[0] for row in record) == sorted(names)
+        for path, digest, size in record:
+            if path.endswith("RECORD"):
+                assert (digest, size) == ("", "")
+                continue
+            data = zf.read(path)
+            expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            assert digest == "sha256=" + expected.decode() and int(size) == len(data), path
+        wheel = zf.read("nlpcore-0.1.0.dist-info/WHEEL").decode()
+        assert "Root-Is-Purelib: true" in wheel and "Tag: py3-none-any" in wheel
+        metadata = zf.read("nlpcore-0.1.0.dist-info/METADATA").decode()
+        assert "Name: nlpcore" in metadata and "Version: 0.1.0" in metadata
+        assert "Requires-Dist: numpy" in metadata
+        # Every .py file of the package is in the wheel.
+        sources = {p.relative_to(ROOT / "py").as_posix() for p in (ROOT / "py/nlpcore").rglob("*.py")
+                   if "__pycache__" not in p.parts}
+        assert sources <= set(names)
+
+
+def test_wheel_imports_from_the_zip_alone(two_builds):
+    """Nothing but the wheel on sys.path (-S: no site-packages, so no editable install)."""
+    whl = two_builds[0] / "wheels" / "nlpcore-0.1.0-py3-none-any.whl"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import nlpcore.web; "
+            "assert nlpcore.web.__file__.startswith(sys.argv[1]), nlpcore.web.__file__; "
+            "print(nlpcore.web.call.__name__)")
+    run = subprocess.run([sys.executable, "-S", "-c", code, str(whl)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "call"
+
+
+def _get(url: str):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.headers.get_content_type(), response.headers.get("Content-Type"), response.read()
+
+
+def test_server_sends_the_right_content_types(two_builds):
+    out = two_builds[0]
+    server, url = build.serve_in_thread(out)
+    try:
+        expected = {
+            "vendor/pyodide/pyodide.asm.wasm": "application/wasm",
+            "vendor/pyodide/pyodide.js": "text/javascript",
+            "vendor/pyodide/numpy.data": "application/octet-stream",
+            "vendor/pyodide/packages.json": "application/json",
+            "js/runtime.js": "text/javascript",
+            "lab.html": "text/html",
+            "css/lab.css": "text/css",
+            "wgsl/flash_fwd.wgsl": "text/plain",
+            "wheels/nlpcore-0.1.0-py3-none-any.whl": "application/octet-stream",
+            "manifest.json": "application/json",
+        }
+        fonts = sorted((out / "vendor/katex/fonts").iterdir())
+        expected[f"vendor/katex/fonts/{fonts[0].name}"] = "font/woff2"
+        for path, content_type in expected.items():
+            got, _, body = _get(url + path)
+            assert got == content_type, (path, got)
+            assert body == (out / path).read_bytes(), path
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            _get(url + "no-such-file.js")
+        assert missing.value.code == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cli_serve_no_build_serves_an_existing_build(two_builds):
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, str(ROOT / "build.py"), "serve", "--no-build",
+                                "--out", str(two_builds[0]), "--port", str(port)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                content_type, _, body = _get(f"http://127.0.0.1:{port}/lab.html")
+                break
+            except OSError:
+                assert process.poll() is None and time.time() < deadline, "server did not start"
+                time.sleep(0.1)
+        assert content_type == "text/html" and b'data-testid="compare"' in body
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_missing_node_modules_says_to_run_setup(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "PYODIDE_DIST", tmp_path / "node_modules" / "@pyodide" / "pyodide" / "dist")
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    with pytest.raises(build.BuildError, match="scripts/setup.sh"):
+        build.vendor(tmp_path / "out")
+
+
+def test_refuses_to_delete_a_folder_it_did_not_make(tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(build.BuildError, match="refusing"):
+        build.build(precious)
+    assert (precious / "notes.txt").read_text() == "keep me"
