@@ -222,3 +222,35 @@ def test_refuses_to_delete_a_folder_it_did_not_make(tmp_path):
     with pytest.raises(build.BuildError, match="refusing"):
         build.build(precious)
     assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def _fake_tree(tmp_path, lab_source):
+    package = tmp_path / "py" / "nlpcore"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    if lab_source is not None:
+        (package / "lab").mkdir()
+        (package / "lab" / "__init__.py").write_text(lab_source)
+    return tmp_path
+
+
+def test_site_data_is_exported_when_nlpcore_lab_provides_it(tmp_path, monkeypatch):
+    root = _fake_tree(tmp_path, "def export_site_data():\n    return {'b': [1, 2], 'a': 'x'}\n")
+    monkeypatch.setattr(build, "ROOT", root)
+    assert build.export_site_data(tmp_path / "out") is True
+    text = (tmp_path / "out" / "data" / "exercises.json").read_text()
+    assert json.loads(text) == {"a": "x", "b": [1, 2]} and text.index('"a"') < text.index('"b"')
+
+
+@pytest.mark.parametrize("lab_source", [None, "X = 1\n"])
+def test_site_data_is_skipped_when_there_is_no_exporter(tmp_path, monkeypatch, lab_source):
+    monkeypatch.setattr(build, "ROOT", _fake_tree(tmp_path, lab_source))
+    assert build.export_site_data(tmp_path / "out") is False
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failing_exporter_fails_the_build_with_its_error(tmp_path, monkeypatch):
+    source = "def export_site_data():\n    raise RuntimeError('exercise 3 has no checks')\n"
+    monkeypatch.setattr(build, "ROOT", _fake_tree(tmp_path, source))
+    with pytest.raises(build.BuildError, match="RuntimeError: exercise 3 has no checks"):
+        build.export_site_data(tmp_path / "out")
