@@ -1,0 +1,151 @@
+"""The module page (index.html) and the source viewer, in headless Chromium.
+
+Console errors, failed requests and off-site requests fail every test (conftest's `page`).
+Screenshots go to $LAB_SCREENSHOTS when set (else the test's tmp dir) for a person to look at.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import urllib.request
+
+import pytest
+
+SECTIONS = ["section-objectives", "section-episodes", "section-claims", "section-exercises",
+            "section-labs", "section-library", "section-sources", "start-here"]
+PROGRESS_READY = "document.querySelector('[data-testid=progress]').dataset.state === 'ready'"
+STORAGE_KEY = "fa-lab-progress-v1"
+
+
+def shots(tmp_path) -> pathlib.Path:
+    out = pathlib.Path(os.environ.get("LAB_SCREENSHOTS", tmp_path))
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def site_data(lab_dist: pathlib.Path) -> dict:
+    path = lab_dist / "data" / "exercises.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def test_module_page_renders_every_section(page, site_url, tmp_path):
+    served = urllib.request.urlopen(site_url + "index.html").read().decode()
+    assert 'data-testid="progress" id="progress" data-state="loading">loading…<' in served
+
+    page.goto(site_url + "index.html")
+    page.wait_for_function(PROGRESS_READY)
+    text = page.inner_text("[data-testid=progress]")
+    assert "loading" not in text and "exercises complete" in text and "guided-lab step" in text
+
+    for testid in SECTIONS:
+        assert page.locator(f"[data-testid={testid}]").is_visible(), testid
+    for k in range(1, 5):
+        episode = page.locator(f"[data-testid=episode-{k}]")
+        assert episode.locator(".katex").count() > 0, f"episode {k} has no typeset math"
+        assert episode.locator(".cell button[type=submit]").count() == 1
+        loaded = episode.locator("figure img").evaluate("img => img.complete && img.naturalWidth > 0")
+        assert loaded, f"episode {k}'s figure did not load"
+    assert page.locator(".tex, .tex-display").count() == page.locator("[data-typeset='1']").count()
+
+    rows = page.locator("[data-testid=exercises-table] tbody tr")
+    assert rows.count() >= 4
+    for k in range(rows.count()):
+        href = rows.nth(k).locator("a").first.get_attribute("href")
+        assert href.startswith("exercise.html?id=")
+        assert rows.nth(k).locator("td.status").inner_text() == "not started"
+    ledger = page.locator("#claims tbody tr")
+    assert ledger.count() >= 5
+    assert page.locator("#claims .badge.proved").count() >= 3
+    assert page.locator("#claims .badge.demonstrated").count() >= 2
+    sources = page.inner_text("[data-testid=section-sources]")
+    for ref in ("2205.14135", "2307.08691", "1805.02867", "2112.05682", "scaled_dot_product_attention",
+                "maxComputeWorkgroupStorageSize"):
+        assert ref in sources
+    assert "Episode 1" in page.inner_text("[data-testid=next-step]")
+    page.screenshot(path=str(shots(tmp_path) / "index.png"), full_page=True)
+
+
+def test_progress_persists_across_reloads_and_survives_corruption(page, site_url, lab_dist):
+    data = site_data(lab_dist)
+    exercises = {e["id"]: e for e in data.get("exercises", [])}
+    step = exercises["online-softmax"]["steps"][0]["id"] if "online-softmax" in exercises else "predict"
+    lab_step = data["lab"][0]["id"] if data.get("lab") else "run-compare"
+
+    page.goto(site_url + "index.html")
+    page.wait_for_function(PROGRESS_READY)
+    assert page.get_attribute("[data-testid=progress]", "data-steps-done") == "0"
+    page.evaluate(
+        """async ([step, labStep]) => {
+             const p = await import('./js/progress.js');
+             p.markStep('exercises', 'online-softmax', step);
+             p.markStep('lab', labStep, null, {answer: 1});
+           }""",
+        [step, lab_step])
+    page.reload()
+    page.wait_for_function(PROGRESS_READY)
+    progress = page.locator("[data-testid=progress]")
+    assert progress.get_attribute("data-steps-done") == "1"
+    assert progress.get_attribute("data-lab-done") == "1"
+    assert page.inner_text("[data-testid=exercise-status-online-softmax]").startswith("1/")
+    assert page.locator("[data-testid=progress-notice]").is_hidden()
+
+    page.evaluate(f"localStorage.setItem('{STORAGE_KEY}', '{{\"version\": 1, \"exercises\": [oops')")
+    page.reload()
+    page.wait_for_function(PROGRESS_READY)
+    notice = page.locator("[data-testid=progress-notice]")
+    assert notice.is_visible() and "reset" in notice.inner_text()
+    assert progress.get_attribute("data-steps-done") == "0"
+    stored = json.loads(page.evaluate(f"localStorage.getItem('{STORAGE_KEY}')"))
+    assert stored == {"version": 1, "exercises": {}, "lab": {}}
+
+    page.evaluate(f"localStorage.setItem('{STORAGE_KEY}', JSON.stringify({{version: 7, exercises: {{}}, lab: {{}}}}))")
+    page.reload()
+    page.wait_for_function(PROGRESS_READY)
+    assert "version is 7" in page.inner_text("[data-testid=progress-notice]")
+
+
+def test_episode_cells_run_in_pyodide(page, site_url):
+    page.goto(site_url + "index.html")
+    page.wait_for_function(PROGRESS_READY)
+    expected = {
+        "exact": "max |O_flash - O_naive|",
+        "roofline": "ridge point",
+        "tiling": "equal",
+        "online": "(a⊕b)⊕c vs a⊕(b⊕c)",
+    }
+    for name, words in expected.items():
+        page.click(f"[data-testid=cell-run-{name}]")
+        page.wait_for_function(
+            f"['ok', 'error'].includes(document.querySelector('[data-testid=cell-{name}]').dataset.status)",
+            timeout=180_000)
+        out = page.inner_text(f"[data-testid=cell-output-{name}]")
+        assert page.get_attribute(f"[data-testid=cell-{name}]", "data-status") == "ok", out
+        assert words in out
+    # A bad parameter comes back as a stated reason, not a broken page.
+    page.fill("[data-testid=cell-tiling] input[name=sram]", "16")
+    page.fill("[data-testid=cell-tiling] input[name=n]", "1024")
+    page.fill("[data-testid=cell-tiling] input[name=d]", "128")
+    page.click("[data-testid=cell-run-tiling]")
+    page.wait_for_function("document.querySelector('[data-testid=cell-tiling]').dataset.status === 'error'",
+                           timeout=60_000)
+    assert "raise M or lower N" in page.inner_text("[data-testid=cell-output-tiling]")
+
+
+@pytest.mark.parametrize("path", ["src/nlpcore/kernels/flash_np.py", "src/wgsl/flash_fwd.wgsl"])
+def test_source_viewer_shows_code(page, site_url, lab_dist, path):
+    if not (lab_dist / path).is_file():
+        pytest.fail(f"{path} is not in the built site")
+    page.goto(f"{site_url}source.html?path={path}")
+    page.wait_for_selector(".CodeMirror")
+    assert page.inner_text("#source-title") == path[4:]
+    first_line = (lab_dist / path).read_text().splitlines()[0].strip()
+    assert first_line[:20] in page.inner_text(".CodeMirror")
+
+
+def test_source_viewer_states_why_a_path_is_missing(page, site_url):
+    page.goto(site_url + "source.html?path=src/../manifest.json")
+    status = page.locator("[data-testid=source-status]")
+    status.wait_for(state="visible")
+    assert "no source file" in status.inner_text()
+    assert page.locator("#source-list li").count() > 5

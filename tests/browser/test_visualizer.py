@@ -1,0 +1,145 @@
+"""The tiling visualizer (visualizer.html) in headless Chromium.
+
+Expected numbers come from CPython: nlpcore.web.viz.trace with the same parameters and seed
+(the page shows exactly the kernel's trace) and io_model.flash_accesses (the closed form).
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+
+from nlpcore.kernels import io_model
+from nlpcore.web import viz
+
+READY = ("() => { const s = document.querySelector('[data-testid=viz-status]');"
+         " return s && ['ready', 'error'].includes(s.dataset.status); }")
+BOOT_MS = 180_000
+
+
+def shots(tmp_path) -> pathlib.Path:
+    out = pathlib.Path(os.environ.get("LAB_SCREENSHOTS", tmp_path))
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def wait_ready(page, steps: int) -> None:
+    """Waits until the page shows a finished trace of `steps` steps."""
+    page.wait_for_function(
+        "(steps) => { const s = document.querySelector('[data-testid=viz-status]');"
+        " return s.dataset.status === 'error' || (s.dataset.status === 'ready' &&"
+        " document.querySelector('[data-testid=viz-total-steps]').textContent === String(steps)); }",
+        arg=steps, timeout=BOOT_MS)
+    status = page.locator("[data-testid=viz-status]")
+    assert status.get_attribute("data-status") == "ready", status.inner_text()
+
+
+def number(page, testid: str) -> int:
+    return int(page.inner_text(f"[data-testid={testid}]").replace(",", ""))
+
+
+def counts_after(steps, k: int) -> tuple:
+    """(reads, writes) after the first k steps: those of the last event that carries them."""
+    for step in reversed(steps[:k]):
+        if "reads" in step:
+            return step["reads"], step["writes"]
+    return 0, 0
+
+
+def run(page, n, d, sram, causal=False, order="kv_outer", mode="forward") -> dict:
+    """Sets the form, runs the trace, and returns what CPython's viz.trace gives for the same."""
+    expected = viz.trace(n, d, sram, causal=causal, loop_order=order, mode=mode)
+    page.select_option("#p-n", str(n))
+    page.select_option("#p-d", str(d))
+    page.select_option("#p-sram", str(sram))
+    page.set_checked("#p-causal", causal)
+    page.check(f"input[name=mode][value={mode}]")
+    if mode == "forward":
+        page.check(f"input[name=order][value={order}]")
+    page.click("[data-testid=viz-run]")
+    wait_ready(page, len(expected["steps"]))
+    return expected
+
+
+def test_steps_forward_and_back_and_ends_on_the_closed_form(page, site_url, tmp_path):
+    n, d, sram = 24, 4, 64
+    expected = viz.trace(n, d, sram)
+    page.goto(f"{site_url}visualizer.html?n={n}&d={d}&m={sram}")
+    wait_ready(page, len(expected["steps"]))
+    assert page.inner_text("[data-testid=viz-step]") == "0"
+    assert number(page, "viz-reads") == 0
+
+    for _ in range(12):
+        page.click("[data-testid=viz-next]")
+    assert page.inner_text("[data-testid=viz-step]") == "12"
+    assert (number(page, "viz-reads"), number(page, "viz-writes")) == counts_after(expected["steps"], 12)
+    page.click("[data-testid=viz-prev]")
+    assert page.inner_text("[data-testid=viz-step]") == "11"
+    assert (number(page, "viz-reads"), number(page, "viz-writes")) == counts_after(expected["steps"], 11)
+
+    page.click("h1")  # keyboard: arrows step, space plays and pauses
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.inner_text("[data-testid=viz-step]") == "13"
+    page.keyboard.press("ArrowLeft")
+    assert page.inner_text("[data-testid=viz-step]") == "12"
+    page.keyboard.press("Space")
+    page.wait_for_function("Number(document.querySelector('[data-testid=viz-step]').textContent) > 13")
+    page.keyboard.press("Space")
+    assert page.get_attribute("[data-testid=viz-play]", "aria-pressed") == "false"
+    page.screenshot(path=str(shots(tmp_path) / "visualizer.png"), full_page=True)
+
+    page.click("[data-testid=viz-end]")
+    closed = io_model.flash_accesses(n, n, d, sram)
+    assert number(page, "viz-step") == number(page, "viz-total-steps") == len(expected["steps"])
+    assert number(page, "viz-accesses") == number(page, "viz-closed") == closed
+    assert number(page, "viz-reads") + number(page, "viz-writes") == closed
+    assert page.get_attribute("[data-testid=viz-check]", "data-equal") == "true"
+    assert page.inner_text("[data-testid=viz-check]").startswith("✓")
+    page.screenshot(path=str(shots(tmp_path) / "visualizer-end.png"), full_page=True)
+    page.click("[data-testid=viz-start]")
+    assert page.inner_text("[data-testid=viz-step]") == "0"
+    assert page.get_attribute("[data-testid=viz-check]", "data-equal") == "false"
+
+
+def test_final_counters_equal_the_closed_form_for_several_settings(page, site_url, tmp_path):
+    page.goto(f"{site_url}visualizer.html?n=12&d=2&m=16")
+    wait_ready(page, len(viz.trace(12, 2, 16)["steps"]))
+    settings = [
+        dict(n=50, d=8, sram=128, causal=True, order="kv_outer"),
+        dict(n=50, d=8, sram=128, causal=True, order="q_outer"),
+        dict(n=100, d=16, sram=512, causal=False, order="q_outer"),
+        dict(n=50, d=8, sram=128, causal=True, mode="backward"),
+        dict(n=256, d=4, sram=64, causal=True, order="kv_outer"),  # 4096 tiles: grouped steps
+    ]
+    for s in settings:
+        expected = run(page, **s)
+        page.click("[data-testid=viz-end]")
+        closed = io_model.flash_accesses(s["n"], s["n"], s["d"], s["sram"], causal=s["causal"],
+                                         loop_order=s.get("order", "kv_outer"),
+                                         backward=s.get("mode") == "backward")
+        assert number(page, "viz-accesses") == closed == expected["counted"]["accesses"], s
+        assert page.get_attribute("[data-testid=viz-check]", "data-equal") == "true", s
+        if expected["grouped"]:
+            assert "one per outer-loop iteration" in page.inner_text("[data-testid=viz-status]")
+            page.click("[data-testid=viz-start]")
+            page.click("[data-testid=viz-play]")  # playing a summarised big trace stays responsive
+            page.wait_for_function("Number(document.querySelector('[data-testid=viz-step]').textContent) >= 3")
+            page.click("[data-testid=viz-play]")
+    page.screenshot(path=str(shots(tmp_path) / "visualizer-grouped.png"), full_page=True)
+
+
+def test_causal_mode_skips_fully_masked_tiles(page, site_url):
+    n, d, sram = 48, 4, 128
+    br, bc = io_model.block_sizes(sram, d)
+    page.goto(f"{site_url}visualizer.html?n={n}&d={d}&m={sram}")
+    wait_ready(page, len(viz.trace(n, d, sram)["steps"]))
+    page.click("[data-testid=viz-end]")
+    full_visited = number(page, "viz-tiles-visited")
+    assert full_visited == len(io_model.visited_tiles(n, n, br, bc)) and number(page, "viz-tiles-skipped") == 0
+
+    run(page, n, d, sram, causal=True)
+    page.click("[data-testid=viz-end]")
+    visited = number(page, "viz-tiles-visited")
+    skipped = number(page, "viz-tiles-skipped")
+    assert visited == len(io_model.visited_tiles(n, n, br, bc, causal=True)) < full_visited
+    assert skipped > 0 and visited + skipped == full_visited
