@@ -58,8 +58,9 @@ except ImportError as exc:  # pragma: no cover - exercised only where torch/trit
 
 __all__ = ["forward", "backward", "attention", "FWD_CONFIGS", "BWD_CONFIGS", "DQ_STRATEGY"]
 
-LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x · LOG2E)
-LN2 = 0.6931471805599453  # ln(2): converts a base-2 logsumexp back to natural log
+# Globals read inside @triton.jit code must be constexpr; the host reads .value.
+LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(x) = exp2(x · LOG2E)
+LN2 = tl.constexpr(0.6931471805599453)  # ln(2): converts a base-2 logsumexp back to natural log
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 HEAD_DIMS = (16, 32, 64, 128)
@@ -485,7 +486,7 @@ def forward(q, k, v, causal=False, scale=None):
     _fwd_kernel[grid](
         q, k, v, o, lse,
         *q.stride(), *k.stride(), *v.stride(), *o.stride(),
-        h, n_q, n_k, scale * LOG2E,
+        h, n_q, n_k, scale * LOG2E.value,
         HEAD_DIM=d, CAUSAL=causal, PRECISION=_precision(q.dtype),
     )
     return o, lse
@@ -536,7 +537,7 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
 
     _bwd_dkdv_kernel[grid_kv](
         q, k, v, do, lse, delta, dk, dv, dq_acc,
-        n_q, n_k, scale, scale * LOG2E,
+        n_q, n_k, scale, scale * LOG2E.value,
         HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, ATOMIC_DQ=atomic,
     )
     if atomic:
@@ -549,7 +550,7 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
 
     _bwd_dq_kernel[grid_q](
         q, k, v, do, lse, delta, dq,
-        n_q, n_k, scale, scale * LOG2E,
+        n_q, n_k, scale, scale * LOG2E.value,
         HEAD_DIM=d, CAUSAL=causal, PRECISION=precision,
     )
     return dq, dk, dv
