@@ -282,6 +282,9 @@ function drawTileMap(f, p) {
     for (let i = 0; i <= p.t_r; i++) { ctx.beginPath(); ctx.moveTo(1, 1 + i * cell); ctx.lineTo(1 + w, 1 + i * cell); ctx.stroke(); }
     for (let j = 0; j <= p.t_c; j++) { ctx.beginPath(); ctx.moveTo(1 + j * cell, 1); ctx.lineTo(1 + j * cell, 1 + h); ctx.stroke(); }
   }
+  ctx.strokeStyle = COLORS.muted;
+  ctx.lineWidth = 1;
+  ctx.strokeRect(0.5, 0.5, w + 1, h + 1);
   if (f.current) {
     ctx.strokeStyle = COLORS.current;
     ctx.lineWidth = Math.max(2, Math.min(4, cell / 4));

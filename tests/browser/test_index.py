@@ -29,7 +29,7 @@ def site_data(lab_dist: pathlib.Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def test_module_page_renders_every_section(page, site_url, tmp_path):
+def test_module_page_renders_every_section(page, site_url, lab_dist, tmp_path):
     served = urllib.request.urlopen(site_url + "index.html").read().decode()
     assert 'data-testid="progress" id="progress" data-state="loading">loading…<' in served
 
@@ -63,6 +63,11 @@ def test_module_page_renders_every_section(page, site_url, tmp_path):
                 "maxComputeWorkgroupStorageSize"):
         assert ref in sources
     assert "Episode 1" in page.inner_text("[data-testid=next-step]")
+    recorded = sorted((lab_dist / "bench" / "results").glob("*.json"))
+    bench = page.locator("[data-testid=bench-links] a")
+    assert bench.count() == len(recorded)
+    if not recorded:
+        assert "no benchmark results" in page.inner_text("[data-testid=bench-links]")
     page.screenshot(path=str(shots(tmp_path) / "index.png"), full_page=True)
 
 
