@@ -113,6 +113,14 @@ def test_without_webgpu_the_cpu_paths_still_run(open_page, site_url, browser_hel
     assert used <= limit == 16384
 
 
+def test_webgpu_without_an_adapter_says_so(page, site_url, browser_helpers):
+    page.context.add_init_script(
+        "navigator.gpu.requestAdapter = async () => null;")
+    page.goto(site_url + "lab.html?n=20&d=16")
+    assert browser_helpers.wait_for_status(page, "compare", FINAL) == "no-webgpu"
+    assert "no adapter" in page.inner_text('[data-testid="adapter"]')
+
+
 def test_offsite_requests_are_blocked_and_recorded(page, site_url):
     """The guard behind every browser test's 'no request leaves 127.0.0.1' check works."""
     page.goto(site_url + "lab.html")
