@@ -24,13 +24,14 @@ def test_io_ratio_within_five_percent():
 
 def test_compare_steps_need_an_observed_run():
     assert "run the comparison" in guided.check("run-compare", 1e-7)["message"]
-    seen = {"status": "match", "maxAbsErr": 2.5e-7, "params": {"d": 64},
-            "plan": {"bytes_used": tiling.plan(64).bytes_used, "br": 1, "bc": 2}}
+    d = guided.TILE_D
+    seen = {"status": "match", "maxAbsErr": 2.5e-7, "params": {"d": d},
+            "plan": {"bytes_used": tiling.plan(d).bytes_used, "br": 1, "bc": 2}}
     assert guided.check("run-compare", "2.5e-7", seen)["status"] == "pass"
     assert guided.check("run-compare", 1e-3, seen)["status"] == "fail"
-    assert guided.check("tile-bytes", tiling.plan(64).bytes_used, seen)["status"] == "pass"
+    assert guided.check("tile-bytes", tiling.plan(d).bytes_used, seen)["status"] == "pass"
     assert guided.check("tile-bytes", 16384 + 1, seen)["status"] == "fail"
-    assert "d = 64" in guided.check("tile-bytes", 1, dict(seen, params={"d": 32}))["message"]
+    assert "d = %d" % d in guided.check("tile-bytes", 1, dict(seen, params={"d": 7}))["message"]
 
 
 @pytest.mark.parametrize("step,right", [("why-not-zero", guided.WHY_ANSWER),

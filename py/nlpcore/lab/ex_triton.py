@@ -132,7 +132,8 @@ def _starter_panel() -> dict:
         text = None
     return {"title": "Starter kernel: nlpcore/kernels/flash_triton_starter.py", "code": text,
             "missing": None if text else "the starter kernel file is not in this build",
-            "language": "python", "download": "src/nlpcore/kernels/flash_triton_starter.py"}
+            "language": "python", "download": "src/nlpcore/kernels/flash_triton_starter.py",
+            "steps": ["compose"]}
 
 
 LOCAL_CHECKS = (

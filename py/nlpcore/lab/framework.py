@@ -34,6 +34,7 @@ import numpy as np
 CODE_DIR = pathlib.Path(__file__).resolve().parent / "code"
 
 LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe", "Harden", "Break it", "Port")
+LANGUAGES = ("python", "wgsl")  # what a step's learner code is written in
 
 # Tolerances per dtype of the computation being checked: |got - want| <= atol + rtol * |want|.
 # float16 checks use the flash-attention bar instead (see ``flash_bar``).
@@ -126,10 +127,14 @@ class Step:
     required: Sequence[str] = ()            # names the learner's code must define
     record: Sequence[str] = ()              # names whose values are saved with progress
     report: Optional[Callable] = None       # report(ns) -> dict shown below the checks
+    language: str = "python"                # "python": code is exec'd; "wgsl": code is shader
+                                            # text, checks get ns = {"source": code}
 
     def __post_init__(self):
         if self.kind not in LADDER_KINDS:
             raise ValueError("Step.kind must be one of %s, got %r" % (LADDER_KINDS, self.kind))
+        if self.language not in LANGUAGES:
+            raise ValueError("Step.language must be one of %s, got %r" % (LANGUAGES, self.language))
 
 
 @dataclass(frozen=True)
@@ -159,7 +164,7 @@ class Exercise:
             "steps": [{
                 "id": s.id, "kind": s.kind, "title": s.title, "minutes": s.minutes,
                 "statement": s.statement, "starter": s.starter, "solution": s.solution,
-                "hints": list(s.hints), "record": list(s.record),
+                "hints": list(s.hints), "record": list(s.record), "language": s.language,
                 "checks": [{"id": c.id, "title": c.title, "runner": c.runner,
                             "command": c.command, "explain": c.explain} for c in s.checks],
             } for s in self.steps],
@@ -190,6 +195,16 @@ def load_learner(code: str, required: Sequence[str] = ()) -> dict:
         raise LearnerError("your code must define %s (missing: %s)"
                            % (", ".join(required), ", ".join(missing)))
     return ns
+
+
+def learner_namespace(step: Step, code: str) -> dict:
+    """The namespace checks see: Python code is exec'd (:func:`load_learner`); code in another
+    language (a WGSL shader) is not run here, only handed to the checks as ``ns["source"]``."""
+    if step.language == "python":
+        return load_learner(code, step.required)
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of %s source, got %s" % (step.language, type(code).__name__))
+    return {"source": code}
 
 
 def _where(err: BaseException) -> str:
@@ -234,7 +249,7 @@ def grade(exercise: Exercise, step_id: str, code: str) -> dict:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")     # NaN/overflow are reported by the checks instead
         try:
-            ns = load_learner(code, step.required)
+            ns = learner_namespace(step, code)
         except LearnerError as err:
             checks = [result(c.id, c.title, "error", str(err)) if c.runner != "local"
                       else run_check(c, {}) for c in step.checks]
@@ -268,7 +283,7 @@ def verify_js(exercise: Exercise, step_id: str, check_id: str, code: str, job, o
     if check is None or check.runner in ("python", "local"):
         raise ValueError("check must name a JS-run check of step %r, got %r" % (step_id, check_id))
     try:
-        ns = load_learner(code, step.required)
+        ns = learner_namespace(step, code)
     except LearnerError as err:
         return result(check.id, check.title, "error", str(err), runner=check.runner)
     try:

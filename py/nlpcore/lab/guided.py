@@ -19,7 +19,7 @@ from ..kernels import io_model
 VIZ_N, VIZ_D, VIZ_M = 24, 4, 64
 # The IO-model step.
 IO_N, IO_D, IO_M = 4096, 64, 98304
-TILE_D = 64
+TILE_D = 32
 
 WHY_CHOICES = (
     "The shader has a bug on the ragged last tile.",
@@ -39,7 +39,8 @@ BOUND_ANSWER = 1
 
 STEPS = (
     {"id": "run-compare", "title": "Run the comparison",
-     "do": ("Press **Run** in the comparison below with the default settings. Python (in a "
+     "do": ("The comparison below runs once with its default settings as soon as Python is "
+            "ready (press **Run and compare** to run it again). Python (in a "
             "Web Worker) runs `flash_np` and the NumPy mirror of the shader; WebGPU runs "
             "`wgsl/flash_fwd.wgsl`; the page compares them."),
      "question": "What max |Δ| (GPU vs mirror, or mirror vs flash_np without WebGPU) does the "
