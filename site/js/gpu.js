@@ -85,9 +85,11 @@ async function shaderSource(shader) {
   return shaderCache.get(url);
 }
 
-/* The shader module, or an Error listing every compilation error as "file:line:col message". */
-async function compile(device, shader) {
-  const code = await shaderSource(shader);
+/* The shader module, or an Error listing every compilation error as "file:line:col message".
+ * A spec may carry its WGSL inline as `code` (an exercise's shader); `shader` then only names it. */
+async function compile(device, spec) {
+  const shader = spec.shader;
+  const code = typeof spec.code === "string" ? spec.code : await shaderSource(shader);
   const module = device.createShaderModule({label: shader, code});
   const info = await module.getCompilationInfo();
   const errors = info.messages.filter((m) => m.type === "error");
@@ -122,7 +124,7 @@ export async function runSpec(gpu, spec) {
   checkSpec(spec);
   if (gpu.lost) throw new Error(`the WebGPU device was lost: ${gpu.lost}`);
   const {device} = gpu;
-  const module = await compile(device, spec.shader);
+  const module = await compile(device, spec);
 
   device.pushErrorScope("validation");
   device.pushErrorScope("out-of-memory");

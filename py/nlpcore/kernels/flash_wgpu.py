@@ -99,15 +99,17 @@ def adapter_name() -> str:
 def _pipeline(spec: dict):
     wgpu = _wgpu()
 
+    code = spec.get("code")  # inline WGSL (a learner's shader), else the file named by "shader"
     key = (
         spec["shader"],
+        code,
         spec["entry"],
         tuple(sorted(spec["constants"].items())),
         tuple((b["binding"], b["type"]) for b in spec["bindings"]),
     )
     if key not in _pipelines:
         dev = device()
-        module = dev.create_shader_module(code=shader_source(spec["shader"]))
+        module = dev.create_shader_module(code=code if code is not None else shader_source(spec["shader"]))
         layout = dev.create_bind_group_layout(
             entries=[
                 {"binding": b["binding"], "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": b["type"]}}
@@ -127,7 +129,8 @@ def _pipeline(spec: dict):
 def run_spec(spec: dict) -> Dict[str, bytes]:
     """Execute a dispatch spec; return ``{name: bytes}`` for every binding marked ``output``.
 
-    Generic on purpose: it knows nothing about attention, exactly like the page's gpu.js.
+    Generic on purpose: it knows nothing about attention, exactly like the page's gpu.js. A spec
+    may carry its WGSL inline as ``"code"`` (an exercise's shader); ``"shader"`` then only names it.
     """
     wgpu = _wgpu()
 
