@@ -143,3 +143,14 @@ def test_causal_mode_skips_fully_masked_tiles(page, site_url):
     skipped = number(page, "viz-tiles-skipped")
     assert visited == len(io_model.visited_tiles(n, n, br, bc, causal=True)) < full_visited
     assert skipped > 0 and visited + skipped == full_visited
+
+
+def test_states_a_reason_when_python_cannot_start(page, site_url, browser_helpers):
+    page.route("**/vendor/pyodide/pyodide.asm.wasm", lambda route: route.abort())
+    browser_helpers.allow_console_error(page, "")  # the aborted download is logged; that is the point
+    page.goto(f"{site_url}visualizer.html")
+    page.wait_for_function(READY, timeout=BOOT_MS)
+    status = page.locator("[data-testid=viz-status]")
+    assert status.get_attribute("data-status") == "error"
+    assert "Python (Pyodide) is unavailable" in status.inner_text(), status.inner_text()
+    assert page.inner_text("[data-testid=viz-total-steps]") == "0"
