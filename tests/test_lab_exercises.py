@@ -51,12 +51,13 @@ def test_starter_fails_with_a_message(ex_id, step_id):
 
 @pytest.mark.parametrize("ex_id,step_id", STEPS)
 def test_grading_a_step_is_fast(ex_id, step_id):
-    """CPython bound; the page measures the same in Pyodide (tests/browser/test_exercises.py)."""
+    """CPython bound (CPU time, so other processes do not make it flaky); the page measures the
+    wall time in Pyodide against 1 s (tests/browser/test_exercises.py)."""
     step = lab.exercise(ex_id).step(step_id)
     lab.grade(ex_id, step_id, step.solution)  # warm imports
-    start = time.perf_counter()
+    start = time.process_time()
     lab.grade(ex_id, step_id, step.solution)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 1.0
 
 
 def mutate(code: str, old: str, new: str) -> str:

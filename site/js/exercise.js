@@ -189,7 +189,7 @@ function selectStep(stepId, pushUrl) {
   }
   renderLadder();
   $("step").hidden = false;
-  $("step-title").textContent = `${step.kind}: ${step.title}`;
+  $("step-title").textContent = `${step.kind} · ${step.title}`;
   const statement = $("statement");
   statement.replaceChildren(renderMarkdown(step.statement, "md statement"));
   const math = renderMath(statement);
@@ -402,7 +402,11 @@ async function drawResults(path) {
     return;
   }
   try {
-    const doc = await (await fetch(path, {cache: "no-cache"})).json();
+    const resp = await fetch(path, {cache: "no-cache"});
+    if (!resp.ok) throw new Error(`HTTP ${resp.status} for ${path}`);
+    // Python's json.dump writes Infinity/NaN for missing timings; JSON has no such tokens.
+    const text = (await resp.text()).replace(/([:\[,]\s*)-?(Infinity|NaN)(?=\s*[,\]}])/g, "$1null");
+    const doc = JSON.parse(text);
     if (!window.Chart) await loadScript("vendor/chartjs/chart.umd.js");
     const rows = doc.results || [];
     const env = doc.env || {};
@@ -415,7 +419,10 @@ async function drawResults(path) {
     for (const pass of ["fwd", "bwd"]) {
       const datasets = IMPLS.map(([key, label, color]) => ({
         label, backgroundColor: color,
-        data: rows.map((r) => (r[pass] && r[pass][key] && r[pass][key].tflops) || null),
+        data: rows.map((r) => {
+          const v = r[pass] && r[pass][key] && r[pass][key].tflops;
+          return typeof v === "number" && isFinite(v) ? v : null;
+        }),
       }));
       new window.Chart($(`plot-${pass}`), {
         type: "bar", data: {labels, datasets},

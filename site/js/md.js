@@ -1,8 +1,8 @@
 // A small Markdown subset for exercise statements, built as DOM nodes (never innerHTML):
-// paragraphs, "- " and "1. " lists, **bold**, `code`, [links](url), $inline$ and $$display$$
+// paragraphs, "- " and "1. " lists, **bold**, *emphasis*, `code`, [links](url), $inline$ and $$display$$
 // TeX. TeX lands in .tex / .tex-display elements that katex-render.js typesets.
 
-const INLINE = /(`[^`]+`)|(\$[^$\n]+\$)|(\*\*[^*]+\*\*)|(\[[^\]]+\]\([^)\s]+\))/g;
+const INLINE = /(`[^`]+`)|(\$[^$\n]+\$)|(\*\*[^*]+\*\*)|(\[[^\]]+\]\([^)\s]+\))|(\*[^*\s][^*]*\*)/g;
 
 function inline(parent, text) {
   let last = 0;
@@ -20,6 +20,9 @@ function inline(parent, text) {
     } else if (match[3]) {
       node = document.createElement("strong");
       inline(node, token.slice(2, -2));
+    } else if (match[5]) {
+      node = document.createElement("em");
+      inline(node, token.slice(1, -1));
     } else {
       const close = token.indexOf("](");
       node = document.createElement("a");

@@ -9,12 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import reference
-from .framework import (CheckFailed, Check, Exercise, Step, assert_close, flash_bar,
-                        read_code, rng, shapes_of)
+from .framework import (CheckFailed, Check, Exercise, Step, assert_close, call_learner,
+                        flash_bar, read_code, rng, shapes_of)
 
 
-def _call_forward(ns, q, k, v, **kw):
-    out = ns["forward"](q.copy(), k.copy(), v.copy(), **kw)
+def _call_forward(ns, q, k, v, context="", **kw):
+    shapes = shapes_of(q=q, k=k, v=v)
+    if kw.get("mask") is not None:
+        shapes["mask"] = list(np.shape(kw["mask"]))
+    out = call_learner(ns["forward"], q.copy(), k.copy(), v.copy(), shapes=shapes,
+                       context=context, **kw)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CheckFailed("forward must return (o, lse)", expected="(o, lse)",
                           got=type(out).__name__)
@@ -28,12 +32,12 @@ def _forward_case(label, n_q, n_k, d, dv, mask=None, causal=False, block_q=16, b
         q, k, v = r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv)
         m = None if mask is None else mask(n_q, n_k)
         want_o, want_lse = reference.forward(q, k, v, causal=causal, mask=m)
-        o, lse = _call_forward(ns, q, k, v, mask=m, causal=causal, block_q=block_q,
-                               block_k=block_k)
+        ctx = "%s, blocks %d×%d" % (label, block_q, block_k)
+        o, lse = _call_forward(ns, q, k, v, context=ctx, mask=m, causal=causal,
+                               block_q=block_q, block_k=block_k)
         shapes = shapes_of(q=q, k=k, v=v)
         if m is not None:
             shapes["mask"] = list(m.shape)
-        ctx = "%s, blocks %d×%d" % (label, block_q, block_k)
         err = assert_close("o", o, want_o, shapes=shapes, dtype="float64", context=ctx)
         err = max(err, assert_close("lse", lse, want_lse, shapes=shapes, dtype="float64",
                                     context=ctx))
@@ -60,7 +64,8 @@ def _check_float16(ns):
     q, k, v = (r.randn(n, d).astype(np.float16) for n in (n_q, n_k, n_k))
     q = (q * 2).astype(np.float16)             # sharper softmax, larger scores
     shapes = shapes_of(q=q, k=k, v=v)
-    o, lse = _call_forward(ns, q, k, v, block_q=16, block_k=16)
+    o, lse = _call_forward(ns, q, k, v, context="float16 inputs, blocks 16×16", block_q=16,
+                           block_k=16)
     o_arr, lse_arr = np.asarray(o), np.asarray(lse)
     if o_arr.dtype != np.float16:
         raise CheckFailed("o must have q's dtype", expected="o.dtype = float16",
@@ -94,8 +99,12 @@ def _naive_half(q, k, v):
 # Backward
 # ------------------------------------------------------------------------------------------
 
-def _call_backward(ns, q, k, v, o, lse, do, **kw):
-    out = ns["backward"](q.copy(), k.copy(), v.copy(), np.array(o), np.array(lse), do.copy(), **kw)
+def _call_backward(ns, q, k, v, o, lse, do, context="", **kw):
+    shapes = shapes_of(q=q, k=k, v=v, do=do)
+    if kw.get("mask") is not None:
+        shapes["mask"] = list(np.shape(kw["mask"]))
+    out = call_learner(ns["backward"], q.copy(), k.copy(), v.copy(), np.array(o), np.array(lse),
+                       do.copy(), shapes=shapes, context=context, **kw)
     if not isinstance(out, (tuple, list)) or len(out) != 3:
         raise CheckFailed("backward must return (dq, dk, dv)", expected="(dq, dk, dv)",
                           got=type(out).__name__)
@@ -110,12 +119,12 @@ def _backward_case(label, n_q, n_k, d, dv, mask=None, causal=False, block_q=16, 
         m = None if mask is None else mask(n_q, n_k)
         o, lse = reference.forward(q, k, v, causal=causal, mask=m)
         want = reference.backward(q, k, v, o, lse, do, causal=causal, mask=m)
-        got = _call_backward(ns, q, k, v, o, lse, do, mask=m, causal=causal,
+        ctx = "%s, blocks %d×%d" % (label, block_q, block_k)
+        got = _call_backward(ns, q, k, v, o, lse, do, context=ctx, mask=m, causal=causal,
                              block_q=block_q, block_k=block_k)
         shapes = shapes_of(q=q, k=k, v=v, do=do)
         if m is not None:
             shapes["mask"] = list(m.shape)
-        ctx = "%s, blocks %d×%d" % (label, block_q, block_k)
         err = 0.0
         for name, g, w in zip(("dq", "dk", "dv"), got, want):
             err = max(err, assert_close(name, g, w, shapes=shapes, dtype="float64", context=ctx))
@@ -136,7 +145,8 @@ def _check_finite_differences(ns):
     q, k, v, w = r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv), r.randn(n_q, dv)
     shapes = shapes_of(q=q, k=k, v=v)
     o, lse = reference.forward(q, k, v, causal=True)
-    got = _call_backward(ns, q, k, v, o, lse, w, causal=True, block_q=2, block_k=4)
+    got = _call_backward(ns, q, k, v, o, lse, w, context="Nq=5, Nk=6, d=3, causal, blocks 2×4",
+                         causal=True, block_q=2, block_k=4)
     eps = 1e-6
     args = {"q": q, "k": k, "v": v}
     worst = 0.0

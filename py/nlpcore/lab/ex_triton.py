@@ -17,8 +17,8 @@ import pathlib
 import numpy as np
 
 from ..kernels import reference
-from .framework import (CheckFailed, Check, Exercise, Step, assert_close, expect_number,
-                        read_code, rng, shapes_of)
+from .framework import (CheckFailed, Check, Exercise, Step, assert_close, call_learner,
+                        expect_number, read_code, rng, shapes_of)
 
 LOG2E = 1.4426950408889634
 STARTER_PATH = pathlib.Path(__file__).resolve().parents[1] / "kernels" / "flash_triton_starter.py"
@@ -54,7 +54,10 @@ def _run_programs(ns, q, k, v, block_m, block_n, causal):
     o = np.zeros((n_q, v.shape[1]), dtype=np.float64)
     lse = np.zeros(n_q, dtype=np.float64)
     for pid_m in range(-(-n_q // block_m)):
-        out = ns["program"](q, k, v, pid_m, block_m, block_n, causal, qk_scale)
+        out = call_learner(ns["program"], q, k, v, pid_m, block_m, block_n, causal, qk_scale,
+                           shapes=shapes_of(q=q, k=k, v=v),
+                           context="program %d (BLOCK_M=%d, BLOCK_N=%d, causal=%s)"
+                           % (pid_m, block_m, block_n, causal))
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise CheckFailed("program must return (o, lse)", expected="(o, lse)",
                               got=type(out).__name__)
@@ -152,7 +155,7 @@ LOCAL_CHECKS = (
 
 def build() -> Exercise:
     port = Step(
-        id="port", kind="Port", title="Port: one Triton program in NumPy", minutes=50,
+        id="port", kind="Port", title="One Triton program, in NumPy", minutes=50,
         statement=(
             "A Triton kernel is written for **one program**: a block of `BLOCK_M` query rows "
             "(FlashAttention-2's order — queries outside, keys inside). Before touching the "
@@ -191,7 +194,7 @@ def build() -> Exercise:
                   _program_case("causal N=45, d=16", 45, 16, 16, 32, True, seed=33)),
         ))
     compose = Step(
-        id="compose", kind="Compose", title="Compose: launch, check and measure", minutes=70,
+        id="compose", kind="Compose", title="Launch, check and measure", minutes=70,
         statement=(
             "Now fill in the starter kernel (below) and run it where Triton runs. The page "
             "cannot run Triton or PyTorch, so those checks are **local**: each shows the "

@@ -207,6 +207,19 @@ def learner_namespace(step: Step, code: str) -> dict:
     return {"source": code}
 
 
+def call_learner(fn, *args, shapes: dict = None, context: str = "", **kwargs):
+    """Call the learner's function; an exception becomes a failure that names the case and
+    the input shapes (CheckFailed from nested checks passes through)."""
+    try:
+        return fn(*args, **kwargs)
+    except CheckFailed:
+        raise
+    except Exception as err:  # learner code may raise anything
+        raise CheckFailed("%syour code raised %s: %s%s" % ((context + ": ") if context else "",
+                                                         type(err).__name__, err, _where(err)),
+                          expected="a result", got=type(err).__name__, shapes=shapes)
+
+
 def _where(err: BaseException) -> str:
     """' (line N of your code)' for the innermost frame inside the learner's code."""
     line = None
