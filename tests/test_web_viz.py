@@ -87,6 +87,9 @@ def test_large_traces_are_grouped_per_outer_iteration_without_losing_counts(loop
         n, n, d, sram, causal=True, loop_order=loop_order)
     moved = sum(r + w for g in groups for r, w in g["moved"].values())
     assert moved == result["counted"]["accesses"]
+    loaded_rows = sum(r1 - r0 for g in groups for t, spans in g["loads"].items() if t not in ("l", "m", "lse", "D")
+                      for r0, r1 in spans)
+    assert loaded_rows * d == sum(g["moved"][t][0] for g in groups for t in g["moved"] if t not in ("l", "m", "lse", "D"))
 
 
 def test_plan_and_limits():

@@ -100,6 +100,11 @@ function applyEvent(f, ev, p) {
 
 function applyGroup(f, g, p) {
   f.move = null;
+  for (const [tensor, spans] of Object.entries(g.loads || {})) {
+    let counts = f.loadsPerRow.get(tensor);
+    if (!counts) f.loadsPerRow.set(tensor, (counts = new Uint32Array(p.n)));
+    for (const [r0, r1] of spans) for (let r = r0; r < r1; r++) counts[r] += 1;
+  }
   f.reads = g.reads;
   f.writes = g.writes;
   for (const [i, j] of g.tiles) f.visited[i * p.t_c + j] = 1;

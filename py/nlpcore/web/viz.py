@@ -218,6 +218,7 @@ def _group_steps(events: List[dict], loop_order: str) -> List[dict]:
     first event, "count": events in it, "tiles": [[i, j], ...], "skips": [[i, j], ...],
     "states": [last state event per query block], "resident": [last load per tensor,
     {tensor, block, rows, elems}], "moved": {tensor: [elements read, elements written]},
+    "loads": {tensor: [[r0, r1], ...]} the rows each load covered (adjacent loads merged),
     "reads", "writes": cumulative counters after the group, "begin"/"end": the begin/end event
     when the group holds it}.
     """
@@ -228,7 +229,7 @@ def _group_steps(events: List[dict], loop_order: str) -> List[dict]:
 
     def new_group(index: Optional[int], first: int) -> dict:
         group = {"op": "group", "outer": index, "axis": outer, "first": first, "count": 0,
-                 "tiles": [], "skips": [], "states": {}, "resident": {}, "moved": {},
+                 "tiles": [], "skips": [], "states": {}, "resident": {}, "moved": {}, "loads": {},
                  "reads": reads, "writes": writes}
         groups.append(group)
         return group
@@ -249,6 +250,12 @@ def _group_steps(events: List[dict], loop_order: str) -> List[dict]:
             moved[0 if op == "load" else 1] += event["elems"]
             if op == "load":
                 group["resident"][event["tensor"]] = {k: event[k] for k in ("tensor", "block", "rows", "elems")}
+                spans = group["loads"].setdefault(event["tensor"], [])
+                r0, r1 = event["rows"]
+                if spans and spans[-1][1] == r0:  # adjacent blocks merge into one span
+                    spans[-1][1] = r1
+                else:
+                    spans.append([r0, r1])
         elif op == "tile":
             group["tiles"].append([event["i"], event["j"]])
         elif op == "skip":
