@@ -1,0 +1,439 @@
+/* The performance page: draws the recorded benchmark results (bench/results/*.json) with Chart.js.
+ *
+ * Nothing here measures anything: the numbers come from the scripts in bench/ (see
+ * bench/README.md), copied into the built site by build.py. Which result files exist is read
+ * from manifest.json first, so a result not yet recorded shows "not yet recorded" instead of
+ * a failed request. Chart.js is the vendored UMD build (vendor/chartjs/chart.umd.js, window.Chart);
+ * without it the tables still fill in and the page says why there are no plots.
+ *
+ * Hooks: every section has data-status = loading | recorded | not-recorded | error;
+ * [data-testid=perf-targets] lists every target with data-status = met | missed | not-measured.
+ */
+
+const RESULTS = {
+  numpy: "bench/results/numpy_attention.json",
+  webgpu: "bench/results/webgpu_attention.json",
+  io: "bench/results/io_claim.json",
+  readiness: "bench/results/page_readiness.json",
+  triton: "bench/results/triton_h200.json",
+};
+const LABELS = {numpy: "NumPy", webgpu: "WebGPU", io: "IO claim", readiness: "page readiness", triton: "Triton H200"};
+const COLORS = {naive: "#b3261e", flash: "#2456c7", flash2: "#17794a", theory: "#8a8f99",
+                tiled: "#2456c7", triton: "#2456c7", cudnn: "#8a5a00", efficient: "#8a8f99"};
+const BACKEND_COLORS = {triton: "#2456c7", flash: "#17794a", cudnn: "#8a5a00", efficient: "#b3261e"};
+
+const $ = (id) => document.getElementById(id);
+const charts = new Map();  // canvas id -> Chart
+
+/* ---- loading ---------------------------------------------------------------------------- */
+
+async function listedFiles() {
+  try {
+    const response = await fetch("manifest.json");
+    if (!response.ok) return null;
+    return (await response.json()).files || null;
+  } catch (error) {
+    return null;  // no manifest (e.g. served from site/ directly): just try every file
+  }
+}
+
+async function loadResult(path, files) {
+  if (files && !(path in files)) return {missing: true};
+  try {
+    const response = await fetch(path);
+    if (response.status === 404) return {missing: true};
+    if (!response.ok) return {error: `HTTP ${response.status} for ${path}`};
+    return {data: await response.json()};
+  } catch (error) {
+    return {error: `${path} could not be read: ${error.message}`};
+  }
+}
+
+/* ---- formatting ------------------------------------------------------------------------- */
+
+function fmt(x, digits = 3) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "—";
+  if (typeof x !== "number") return String(x);
+  if (x === 0) return "0";
+  const a = Math.abs(x);
+  if (a >= 1e4 || a < 1e-3) return x.toExponential(2);
+  return x.toPrecision(digits);
+}
+
+function bytes(x) {
+  const units = [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]];
+  for (const [unit, size] of units) if (Math.abs(x) >= size) return `${fmt(x / size)} ${unit}`;
+  return `${fmt(x)} B`;
+}
+
+function mib(x) {
+  return x >= 2 ** 30 ? `${fmt(x / 2 ** 30)} GiB` : `${fmt(x / 2 ** 20)} MiB`;
+}
+
+function seconds(x) {
+  return x >= 1 ? `${fmt(x)} s` : `${fmt(x * 1e3)} ms`;
+}
+
+function row(tbody, cells, attrs = {}) {
+  const tr = document.createElement("tr");
+  for (const [key, value] of Object.entries(attrs)) tr.dataset[key] = value;
+  for (const text of cells) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    tr.appendChild(td);
+  }
+  tbody.appendChild(tr);
+  return tr;
+}
+
+function machineLine(record) {
+  const m = record.machine || {};
+  const v = m.versions || {};
+  const versions = Object.entries(v).filter(([, x]) => x).map(([k, x]) => `${k} ${x}`).join(", ");
+  const memory = m.memory_bytes ? `, ${fmt(m.memory_bytes / 2 ** 30)} GiB` : "";
+  return `Recorded ${record.recorded_at || "?"} on ${m.cpu || "?"} (${m.cores || "?"} cores${memory}); ${versions}.`;
+}
+
+function setSection(id, status, note) {
+  const section = $(id);
+  section.dataset.status = status;
+  if (note) {
+    const p = document.createElement("p");
+    p.className = status === "error" ? "notice error-text" : "notice";
+    p.textContent = note;
+    section.insertBefore(p, section.querySelector("h2").nextSibling);
+  }
+}
+
+/* ---- charts ----------------------------------------------------------------------------- */
+
+function chartAvailable() {
+  return typeof window.Chart === "function";
+}
+
+function draw(canvasId, config) {
+  if (!chartAvailable()) return null;
+  if (charts.has(canvasId)) charts.get(canvasId).destroy();
+  const chart = new window.Chart($(canvasId), config);
+  charts.set(canvasId, chart);
+  $(canvasId).dataset.series = String(config.data.datasets.length);
+  return chart;
+}
+
+/* A log axis labelled at 1, 2 and 5 times powers of ten only (the others stay as grid lines). */
+function logAxis(title, format) {
+  return {type: "logarithmic", title: {display: true, text: title},
+          ticks: {callback: (value) => {
+            const mantissa = value / 10 ** Math.floor(Math.log10(value) + 1e-9);
+            return [1, 2, 5].some((k) => Math.abs(mantissa - k) < 1e-6) ? format(value) : "";
+          }}};
+}
+
+const powerOfTwoTicks = {type: "logarithmic", title: {display: true, text: "N (sequence length)"},
+  afterBuildTicks: (axis) => {
+    const ticks = [];
+    for (let v = 2 ** Math.ceil(Math.log2(axis.min)); v <= axis.max; v *= 2) ticks.push({value: v});
+    axis.ticks = ticks;
+  },
+  ticks: {callback: (value) => (value >= 1024 ? `${value / 1024}k` : String(value))}};
+
+function lineSet(label, points, color, extra = {}) {
+  return {label, data: points, borderColor: color, backgroundColor: color, borderWidth: 2,
+          pointRadius: 3, tension: 0, ...extra};
+}
+
+function logLogConfig(datasets, xAxis, yTitle, yFormat, tooltip) {
+  return {
+    type: "line",
+    data: {datasets},
+    options: {
+      responsive: true, maintainAspectRatio: false, animation: false, parsing: true,
+      scales: {x: xAxis, y: logAxis(yTitle, yFormat)},
+      plugins: {legend: {position: "bottom", labels: {boxWidth: 14}},
+                tooltip: {callbacks: {label: tooltip}}},
+    },
+  };
+}
+
+/* ---- targets ---------------------------------------------------------------------------- */
+
+function targetsOf(key, record) {
+  const t = record.targets;
+  if (Array.isArray(t)) return t;
+  if (t && typeof t === "object") {  // the Triton record: {name: bool}
+    return Object.entries(t).map(([name, met]) => ({
+      name: name.replaceAll("_", " "), met: Boolean(met), measured: met ? "yes" : "no", goal: "yes",
+      limited_by: met ? "" : "see the Triton section"}));
+  }
+  return [];
+}
+
+function showTargets(loaded) {
+  const body = $("targets-body");
+  body.textContent = "";
+  const misses = [];
+  for (const [key, result] of Object.entries(loaded)) {
+    if (!result.data) {
+      row(body, [LABELS[key], result.missing ? "not yet recorded" : result.error, "", "", ""],
+          {status: "not-measured"});
+      continue;
+    }
+    for (const t of targetsOf(key, result.data)) {
+      const status = t.met === true ? "met" : (t.met === false ? "missed" : "not-measured");
+      const verdict = {met: "met", missed: "MISSED", "not-measured": "not measured"}[status];
+      const tr = row(body, [LABELS[key], t.name, t.goal, fmt(t.measured), verdict], {status});
+      tr.className = status;
+      if (status !== "met") misses.push({key, t, status});
+    }
+  }
+  const list = $("misses-list");
+  list.textContent = "";
+  for (const {key, t, status} of misses) {
+    const li = document.createElement("li");
+    const head = document.createElement("strong");
+    head.textContent = `${LABELS[key]}: ${t.name} — ${status === "missed" ? "missed" : "not measured"}`;
+    li.appendChild(head);
+    li.appendChild(document.createTextNode(
+        ` (measured ${fmt(t.measured)}, goal ${t.goal}). ${t.limited_by ? "Limited by: " + t.limited_by : ""}`));
+    list.appendChild(li);
+  }
+  $("misses").hidden = misses.length === 0;
+}
+
+/* ---- 1. NumPy --------------------------------------------------------------------------- */
+
+function numpySlopes(record, shape) {
+  const out = {};
+  for (const e of record.exponents || []) {
+    if (e.shape === shape) out[`${e.kernel} ${e.pass}`] = e;
+  }
+  return out;
+}
+
+function drawNumpy(record, shape) {
+  const cases = record.cases.filter((c) => c.shape === shape && !c.skipped);
+  const slopes = numpySlopes(record, shape);
+  const sets = (field, slopeKey) => {
+    const datasets = [];
+    for (const kernel of ["naive", "flash"]) {
+      for (const pass of ["forward", "backward"]) {
+        const points = cases.filter((c) => c.kernel === kernel && c.pass === pass)
+            .sort((a, b) => a.n - b.n).map((c) => ({x: c.n, y: c[field]}));
+        if (!points.length) continue;
+        const e = slopes[`${kernel} ${pass}`];
+        const slope = e && e[slopeKey] !== null && e[slopeKey] !== undefined ? `, slope ${e[slopeKey].toFixed(2)}` : "";
+        datasets.push(lineSet(`${kernel} ${pass}${slope}`, points, COLORS[kernel],
+                              {borderDash: pass === "backward" ? [6, 4] : [],
+                               pointStyle: pass === "backward" ? "rect" : "circle"}));
+      }
+    }
+    return datasets;
+  };
+  draw("chart-numpy-time", logLogConfig(sets("time_s", "time_slope"), powerOfTwoTicks, "seconds",
+       (v) => seconds(v), (ctx) => `${ctx.dataset.label.split(",")[0]}: ${seconds(ctx.parsed.y)} at N = ${ctx.parsed.x}`));
+  draw("chart-numpy-memory", logLogConfig(sets("peak_bytes", "memory_slope"), powerOfTwoTicks, "peak extra memory",
+       (v) => mib(v), (ctx) => `${ctx.dataset.label.split(",")[0]}: ${mib(ctx.parsed.y)} at N = ${ctx.parsed.x}`));
+}
+
+function showNumpy(record) {
+  const select = $("numpy-shape");
+  const meaning = (record.parameters || {}).shape_meaning || {};
+  for (const shape of record.parameters.shapes) {
+    const option = document.createElement("option");
+    option.value = shape;
+    option.textContent = meaning[shape] || shape;
+    select.appendChild(option);
+  }
+  select.addEventListener("change", () => drawNumpy(record, select.value));
+  drawNumpy(record, select.value);
+
+  const body = $("numpy-ratios");
+  for (const r of record.ratios) {
+    row(body, [meaning[r.shape] ? meaning[r.shape].split(",")[0] : r.shape, String(r.n), r.pass,
+               `${fmt(r.time_flash_over_naive)}×`, `${fmt(r.memory_naive_over_flash, 4)}×`]);
+  }
+  const skipped = record.cases.filter((c) => c.skipped && c.pass === "forward");
+  const p = record.parameters;
+  const notes = [`Tiles Br × Bc = ${p.block_q} × ${p.block_k}; ${p.memory}.`];
+  for (const c of skipped) notes.push(`Naive skipped for ${meaning[c.shape] || c.shape}, N = ${c.n}: ${c.skipped}.`);
+  if (record.block_sweep && record.block_sweep.length) {
+    notes.push("Tile sweep at N = 4096, one head: " + record.block_sweep.map(
+        (b) => `${b.block_q}×${b.block_k}: fwd ${seconds(b.forward_s)}, bwd ${seconds(b.backward_s)}`).join("; ") + ".");
+  }
+  if (record.checks && record.checks.length) {
+    const worst = Math.max(...record.checks.map((c) => Math.max(c.max_abs_err_o, c.max_abs_err_grads)));
+    notes.push(`Validated before timing: flash vs naive max |Δ| ≤ ${fmt(worst)} over outputs and gradients.`);
+  }
+  $("numpy-notes").textContent = notes.join(" ");
+  $("numpy-machine").textContent = machineLine(record) +
+      ` BLAS threads: ${Object.values(record.machine.threads || {})[0] || "default"}. Total run ${fmt(record.total_seconds)} s.`;
+}
+
+/* ---- 2. WebGPU -------------------------------------------------------------------------- */
+
+function showWebgpu(record) {
+  const datasets = [];
+  const notes = [];
+  const sizes = record.parameters.sizes;
+  const speedSets = [];
+  for (const engine of record.engines) {
+    if (engine.error) {
+      notes.push(`${engine.engine}: not measured — ${engine.error}.`);
+      continue;
+    }
+    const dash = engine.engine === "chromium" ? [] : [6, 4];
+    for (const kernel of ["tiled", "naive"]) {
+      const rows = engine.rows.filter((r) => r.kernel === kernel);
+      const good = rows.filter((r) => r.valid).map((r) => ({x: r.n, y: r.ms}));
+      const bad = rows.filter((r) => !r.valid).map((r) => ({x: r.n, y: r.ms}));
+      const color = kernel === "tiled" ? COLORS.tiled : COLORS.naive;
+      if (good.length) datasets.push(lineSet(`${kernel}, ${engine.engine}`, good, color, {borderDash: dash}));
+      if (bad.length) {
+        datasets.push(lineSet(`${kernel}, ${engine.engine}: WRONG output`, bad, color,
+                              {showLine: false, pointStyle: "crossRot", pointRadius: 8, borderWidth: 2}));
+        notes.push(`${engine.engine}: ${kernel} shader returned wrong results at N = ${
+            rows.filter((r) => !r.valid).map((r) => r.n).join(", ")} (max |Δo| up to ${
+            fmt(Math.max(...rows.filter((r) => !r.valid).map((r) => r.max_abs_err_o)))}); not counted as a speed-up.`);
+      }
+    }
+    const bySize = Object.fromEntries((engine.speedups || []).map((s) => [s.n, s.naive_over_tiled]));
+    speedSets.push({label: `${engine.engine} (${engine.adapter}, ${engine.timing})`,
+                    data: sizes.map((n) => bySize[n] ?? null),
+                    backgroundColor: engine.engine === "chromium" ? "#2456c7" : "#8a5a00"});
+  }
+  draw("chart-webgpu-time", logLogConfig(datasets, powerOfTwoTicks, "ms per dispatch", (v) => `${fmt(v)} ms`,
+       (ctx) => `${ctx.dataset.label}: ${fmt(ctx.parsed.y)} ms at N = ${ctx.parsed.x}`));
+  draw("chart-webgpu-speedup", {
+    type: "bar",
+    data: {labels: sizes.map(String), datasets: speedSets},
+    options: {responsive: true, maintainAspectRatio: false, animation: false,
+              scales: {x: {title: {display: true, text: "N"}},
+                       y: {type: "logarithmic", title: {display: true, text: "naive time / tiled time"}}},
+              plugins: {legend: {position: "bottom"},
+                        tooltip: {callbacks: {label: (ctx) => `${ctx.dataset.label}: ${fmt(ctx.parsed.y)}×`}}}},
+  });
+  $("webgpu-notes").textContent = notes.join(" ") || "Every shader output matched NumPy before timing.";
+  $("webgpu-machine").textContent = machineLine(record);
+}
+
+/* ---- 3. IO ------------------------------------------------------------------------------ */
+
+function showIo(record) {
+  const byN = record.by_n;
+  const pts = (rows, key, xKey) => rows.map((r) => ({x: r[xKey], y: r[key], counted: r.counted_equals_closed_form}));
+  const radius = (ctx) => (ctx.raw && ctx.raw.counted ? 5 : 3);
+  const anchor = byN.find((r) => r.n === 1024) || byN[0];
+  const scale = anchor.flash_bytes / anchor.theorem2_n2d2_over_m;
+  const theory = byN.map((r) => ({x: r.n, y: r.theorem2_n2d2_over_m * scale}));
+  const tip = (ctx) => `${ctx.dataset.label}: ${bytes(ctx.parsed.y)}${ctx.raw && ctx.raw.counted ? " (counted = formula)" : ""}`;
+  draw("chart-io-n", logLogConfig([
+    lineSet("standard (Algorithms 0 + 3)", pts(byN, "standard_bytes", "n"), COLORS.naive, {pointRadius: radius}),
+    lineSet("FlashAttention (Algorithms 1 + 4)", pts(byN, "flash_bytes", "n"), COLORS.flash, {pointRadius: radius}),
+    lineSet("FlashAttention-2 loop order", pts(byN, "flash2_bytes", "n"), COLORS.flash2, {pointRadius: radius}),
+    lineSet("Θ(N²d²/M), scaled to flash at N = 1024", theory, COLORS.theory, {borderDash: [4, 4], pointRadius: 0}),
+  ], powerOfTwoTicks, "HBM bytes (fp16)", bytes, tip));
+  const byM = record.by_m;
+  draw("chart-io-m", logLogConfig([
+    lineSet("standard", pts(byM, "standard_bytes", "sram_elems"), COLORS.naive, {pointRadius: radius}),
+    lineSet("FlashAttention", pts(byM, "flash_bytes", "sram_elems"), COLORS.flash, {pointRadius: radius}),
+    lineSet("FlashAttention-2 loop order", pts(byM, "flash2_bytes", "sram_elems"), COLORS.flash2, {pointRadius: radius}),
+  ], logAxis("M (SRAM, elements)", (v) => (v >= 1024 ? `${v / 1024}k` : String(v))), "HBM bytes (fp16)", bytes, tip));
+
+  const f = record.figure2;
+  const body = $("figure2-body");
+  row(body, ["standard attention", `${fmt(f.standard_gb)} GB`, `${fmt(f.paper_standard_gb)} GB`]);
+  row(body, ["FlashAttention", `${fmt(f.flash_gb)} GB`, `${fmt(f.paper_flash_gb)} GB`]);
+  row(body, ["ratio", `${fmt(f.ratio)}×`, `${fmt(f.paper_ratio)}×`]);
+  const s = f.setting;
+  const counted = [...byN, ...byM].filter((r) => r.counted_equals_closed_form !== null);
+  const equal = counted.filter((r) => r.counted_equals_closed_form).length;
+  const slopes = record.slopes || {};
+  $("io-notes").textContent =
+      `Setting: N = ${s.n}, d = ${s.d}, ${s.heads} heads, batch ${s.batch}, fp16, forward + backward, ` +
+      `SRAM ${s.sram_bytes / 1024} KiB (Br = ${s.br}, Bc = ${s.bc}). Our standard count is lower than the paper's ` +
+      `because the paper measured PyTorch's kernels, which also write and re-read N × N matrices for the causal mask ` +
+      `and dropout; our count has only S, P, dP and dS. Counted traffic equals the closed form at ${equal} of ` +
+      `${counted.length} points (large points). Fitted slopes: standard vs N ${fmt(slopes.standard_bytes_vs_n)}, ` +
+      `flash vs N ${fmt(slopes.flash_bytes_vs_n)} (→ 2 as the N² term dominates), flash vs M ${fmt(slopes.flash_bytes_vs_m)} (→ −1).`;
+}
+
+/* ---- 4. readiness ----------------------------------------------------------------------- */
+
+function showReadiness(record) {
+  const s = record.summary;
+  const stageNames = Object.keys(s.stage_ms || {});
+  const labels = [...stageNames.map((k) => `stage: ${k}`), "ready (target ≤ 4000 ms)", "first result (target ≤ 6000 ms)"];
+  const values = [...stageNames.map((k) => s.stage_ms[k]), s.ready_ms, s.first_result_ms];
+  const limits = [...stageNames.map(() => null), 4000, 6000];
+  draw("chart-readiness", {
+    type: "bar",
+    data: {labels, datasets: [{label: "median ms from navigation", data: values,
+                               backgroundColor: values.map((v, i) => (limits[i] !== null && v > limits[i] ? "#b3261e" : "#2456c7"))}]},
+    options: {indexAxis: "y", responsive: true, maintainAspectRatio: false, animation: false,
+              scales: {x: {title: {display: true, text: "ms since navigation"}}},
+              plugins: {legend: {display: false}}},
+  });
+  $("readiness-notes").textContent =
+      `Median of ${record.trials.length} fresh loads: ready ${fmt(s.ready_ms)} ms, first result ${fmt(s.first_result_ms)} ms, ` +
+      `a second comparison on the warm page ${fmt(s.rerun_ms)} ms; the longest main-thread task during a comparison ` +
+      `${fmt(s.longest_task_during_comparison_ms)} ms. ${machineLine(record)}`;
+}
+
+/* ---- 5. Triton -------------------------------------------------------------------------- */
+
+function showTriton(record) {
+  const results = record.results || [];
+  if (!results.length) throw new Error("triton_h200.json has no results list");
+  const labels = results.map((r) => `d ${r.d}, N ${r.n}${r.causal ? ", causal" : ""}`);
+  const backends = Object.keys(results[0].fwd || {});
+  const sets = (pass) => backends.map((b) => ({
+    label: b === "triton" ? "this lab's Triton" : `SDPA ${b}`,
+    data: results.map((r) => (r[pass] && r[pass][b] && Number.isFinite(r[pass][b].tflops) ? r[pass][b].tflops : null)),
+    backgroundColor: BACKEND_COLORS[b] || "#5b6475"}));
+  const config = (pass) => ({type: "bar", data: {labels, datasets: sets(pass)},
+    options: {responsive: true, maintainAspectRatio: false, animation: false,
+              scales: {y: {title: {display: true, text: "TFLOP/s"}}, x: {ticks: {autoSkip: false, maxRotation: 60}}},
+              plugins: {legend: {position: "bottom"}}}});
+  draw("chart-triton-fwd", config("fwd"));
+  draw("chart-triton-bwd", config("bwd"));
+  const env = record.env || {};
+  $("triton-notes").textContent =
+      `${env.gpu || "GPU ?"}, driver ${env.driver || "?"}, torch ${env.torch || "?"}, triton ${env.triton || "?"}, ` +
+      `recorded ${env.date_utc || "?"}; ${record.dtype || ""}, ${record.flops ? "FLOPs = " + record.flops : ""}; ` +
+      `${record.timing || ""}. Correctness checks before timing: ${record.all_checks_pass ? "all passed" : "NOT all passed"}.`;
+}
+
+/* ---- start ------------------------------------------------------------------------------ */
+
+const SHOW = {numpy: showNumpy, webgpu: showWebgpu, io: showIo, readiness: showReadiness, triton: showTriton};
+const SECTION = {numpy: "numpy", webgpu: "webgpu", io: "io", readiness: "readiness", triton: "triton"};
+
+async function main() {
+  $("chart-status").textContent = chartAvailable() ? "" :
+      "Plots are unavailable: the vendored Chart.js (vendor/chartjs/chart.umd.js) did not load, so only the tables are shown.";
+  const files = await listedFiles();
+  const loaded = {};
+  await Promise.all(Object.entries(RESULTS).map(async ([key, path]) => { loaded[key] = await loadResult(path, files); }));
+  showTargets(loaded);
+  for (const [key, result] of Object.entries(loaded)) {
+    const section = SECTION[key];
+    if (result.missing) {
+      setSection(section, "not-recorded", `Not yet recorded: ${RESULTS[key]} is not in this build. ` +
+                 "Run the benchmark named in bench/README.md, then rebuild the site.");
+      continue;
+    }
+    if (result.error) {
+      setSection(section, "error", result.error);
+      continue;
+    }
+    try {
+      SHOW[key](result.data);
+      setSection(section, "recorded");
+    } catch (error) {
+      console.warn(`${RESULTS[key]}: ${error.message}`);
+      setSection(section, "error", `${RESULTS[key]} could not be shown: ${error.message}`);
+    }
+  }
+}
+
+main();

@@ -1,0 +1,90 @@
+"""Smoke runs of the benchmark scripts at tiny sizes, so that they do not rot.
+
+Each script runs as the README says (a subprocess), writes its JSON to a temporary folder, and
+the record is checked for shape and for the correctness facts it carries (flash vs naive
+errors, counted IO = closed form, shader outputs valid). Speed is never asserted: timings depend
+on the machine and on what else runs on it. The browser-driven benchmarks are smoke-tested in
+tests/browser/test_performance.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+
+
+def run_script(name: str, *args: str, tmp_path: Path) -> dict:
+    out = tmp_path / (name + ".json")
+    env = os.environ.copy()
+    env.setdefault("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+    proc = subprocess.run([sys.executable, str(BENCH / (name + ".py")), *args, "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, "{} failed:\n{}\n{}".format(name, proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "targets:" in proc.stdout  # the printed table ends with the target checks
+    record = json.loads(out.read_text())
+    for key in ("benchmark", "recorded_at", "machine", "parameters", "targets"):
+        assert key in record, "{} record lacks {!r}".format(name, key)
+    machine = record["machine"]
+    assert machine["cores"] >= 1 and machine["versions"]["python"] and machine["versions"]["numpy"]
+    for target in record["targets"]:
+        assert set(target) >= {"name", "met", "measured", "goal", "limited_by"}
+        assert target["met"] in (True, False, None)
+    return record
+
+
+def test_numpy_attention_smoke(tmp_path):
+    sizes = (64, 100)  # 100: not a multiple of the tiles
+    record = run_script("numpy_attention", "--sizes", "64,100", "--shapes", "1,1x2", "--no-sweep",
+                        "--block-q", "32", "--block-k", "48", tmp_path=tmp_path)
+    assert record["parameters"]["block_q"] == 32 and record["parameters"]["block_k"] == 48
+    cases = record["cases"]
+    assert len(cases) == 2 * len(sizes) * 2 * 2  # shapes x sizes x kernels x passes
+    for case in cases:
+        assert case["skipped"] is None  # tiny sizes always fit
+        assert case["time_s"] > 0 and len(case["times_s"]) == case["repeats"]
+        assert case["peak_bytes"] > 0  # tracemalloc saw NumPy's buffers
+    naive = next(c for c in cases if (c["shape"], c["n"], c["kernel"], c["pass"]) == ("1x2", 100, "naive", "forward"))
+    assert naive["peak_bytes"] >= 2 * 100 * 100 * 4  # at least one (1, 2, N, N) float32 score matrix
+    assert len(record["checks"]) == 2 * len(sizes)
+    for check in record["checks"]:
+        assert check["max_abs_err_o"] < 1e-5 and check["max_abs_err_grads"] < 1e-5
+    assert len(record["ratios"]) == 2 * len(sizes) * 2
+    for e in record["exponents"]:
+        assert e["time_slope"] is not None and math.isfinite(e["memory_slope"])
+
+
+def test_numpy_attention_rejects_bad_shape(tmp_path):
+    proc = subprocess.run([sys.executable, str(BENCH / "numpy_attention.py"), "--shapes", "1xH",
+                           "--out", str(tmp_path / "x.json")], capture_output=True, text=True)
+    assert proc.returncode != 0 and "--shapes" in proc.stderr
+
+
+def test_io_claim_smoke(tmp_path):
+    record = run_script("io_claim", "--quick", tmp_path=tmp_path)
+    counted = [r for r in record["by_n"] + record["by_m"] if r["counted_equals_closed_form"] is not None]
+    assert counted and all(r["counted_equals_closed_form"] for r in counted)
+    assert record["figure2"]["paper_flash_gb"] == 4.4
+    for r in record["by_n"]:
+        assert r["standard_bytes"] > 0 and r["flash_bytes"] > 0
+
+
+def test_webgpu_attention_smoke_wgpu(tmp_path):
+    pytest.importorskip("wgpu")
+    record = run_script("webgpu_attention", "--engines", "wgpu-py", "--sizes", "64,100", tmp_path=tmp_path)
+    (engine,) = record["engines"]
+    assert engine["engine"] == "wgpu-py" and engine["adapter"]
+    assert {(r["n"], r["kernel"]) for r in engine["rows"]} == {(n, k) for n in (64, 100) for k in ("tiled", "naive")}
+    for r in engine["rows"]:
+        assert r["valid"], r  # both shaders are exact at these sizes
+        assert r["ms"] > 0
+    assert [s["n"] for s in engine["speedups"]] == [64, 100]
