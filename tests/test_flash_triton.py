@@ -1,0 +1,286 @@
+"""The Triton FlashAttention (nlpcore.kernels.flash_triton) under Triton's CPU interpreter.
+
+Oracles, each independent of the kernel: a float64 PyTorch computation written here, the NumPy
+reference nlpcore.kernels.reference (float64), and torch's scaled_dot_product_attention.
+Sizes are small (the interpreter is slow) and chosen against the interpreter's block sizes
+(BLOCK_M=32, BLOCK_N=16 forward): one partial block (N=1, 17), exact blocks (N=64), ragged
+tails (N=100), causal diagonals, Nq != Nk. The same checks at full sizes on an H200 run in
+bench/triton_h200.py (see bench/TRITON.md).
+
+Skips, with the reason, when torch or triton is not installed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the Triton port needs PyTorch (pip install -e '.[triton]')")
+if not torch.cuda.is_available():
+    if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("triton was imported before TRITON_INTERPRET=1 could be set", allow_module_level=True)
+    os.environ["TRITON_INTERPRET"] = "1"  # before triton is first imported
+pytest.importorskip("triton", reason="the Triton port needs Triton (pip install -e '.[triton]')")
+
+from nlpcore.kernels import check_triton, reference  # noqa: E402
+from nlpcore.kernels import flash_triton as ft  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEVICE = "cpu" if ft.INTERPRET else "cuda"
+
+# Tolerances, one table per dtype. float32: |got - ref| <= atol + rtol · max|ref| against
+# float64. float16: the flash-attention bar, |got - ref| <= FACTOR · |plain - ref| + slack, where
+# plain is ordinary attention in float16 and slack twice float16's rounding at ref's magnitude.
+TOL = {
+    torch.float32: {"o": (1e-5, 1e-5), "lse": (1e-5, 1e-5), "grad": (1e-5, 1e-4)},
+    torch.float16: {"factor": 2.0},
+}
+
+
+def ref64(q, k, v, do, causal, scale=None):
+    """Float64 attention written out (S and P materialised), with autograd for the gradients."""
+    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ k.transpose(-1, -2) * scale  # (B, H, Nq, Nk)
+    if causal:
+        keep = torch.ones(s.shape[-2:], dtype=torch.bool).tril()  # j <= i, top-left aligned
+        s = s.masked_fill(~keep, float("-inf"))
+    o = torch.softmax(s, -1) @ v
+    o.backward(do.double())
+    return o.detach(), torch.logsumexp(s, -1).detach(), (q.grad, k.grad, v.grad)
+
+
+def assert_close(name, got, want, dtype, kind, plain=None, inputs=""):
+    """Shape, no NaN, and the dtype's bar; the message names max |Δ|, where, and the inputs."""
+    assert tuple(got.shape) == tuple(want.shape), f"{name}: shape {tuple(got.shape)} != {tuple(want.shape)}"
+    got64 = got.detach().double()
+    assert not torch.isnan(got64).any(), f"{name}: NaN in result ({inputs})"
+    if dtype == torch.float32:
+        atol, rtol = TOL[torch.float32][kind]
+        bound = atol + rtol * float(want.detach().abs().max())
+    else:
+        bound = check_triton.flash_bound(plain, want)
+        assert TOL[dtype]["factor"] == check_triton.FLASH_BAR_FACTOR
+    diff = (got64 - want).abs()
+    err = float(diff.max())
+    where = tuple(int(i) for i in np.unravel_index(int(diff.argmax()), tuple(diff.shape)))
+    assert err <= bound, f"{name}: max|Δ| {err:.3g} > {bound:.3g} at {where} ({inputs})"
+    return err
+
+
+def make(b, h, n_q, n_k, d, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, n_q, d, generator=g)
+    k = torch.randn(b, h, n_k, d, generator=g)
+    v = torch.randn(b, h, n_k, d, generator=g)
+    do = torch.randn(b, h, n_q, d, generator=g)
+    return [t.to(DEVICE, dtype) for t in (q, k, v, do)]
+
+
+CASES = [(n, d, causal) for n in (1, 17, 64, 100) for d in (16, 32, 64) for causal in (False, True)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("n,d,causal", CASES, ids=[f"N{n}-d{d}-{'causal' if c else 'full'}" for n, d, c in CASES])
+def test_forward_backward_match_float64(n, d, causal, dtype):
+    q, k, v, do = make(1, 2, n, n, d, dtype, seed=n * 1000 + d + causal)
+    inputs = f"B=1 H=2 N={n} d={d} causal={causal} {dtype}"
+    o, lse = ft.forward(q, k, v, causal=causal)
+    dq, dk, dv = ft.backward(q, k, v, o, lse, do, causal=causal)
+    want_o, want_lse, want_grads = ref64(q, k, v, do, causal)
+    plain_o = plain_grads = None
+    if dtype != torch.float32:
+        plain_o, plain_grads = check_triton.plain(q, k, v, do, causal=causal)
+    assert o.dtype == dtype and lse.dtype == torch.float32 and lse.shape == (1, 2, n)
+    assert_close("o", o, want_o, dtype, "o", plain_o, inputs)
+    assert_close("lse", lse, want_lse, torch.float32, "lse", inputs=inputs)  # always fp32
+    for name, got, want, pl in zip(("dq", "dk", "dv"), (dq, dk, dv), want_grads, plain_grads or (None,) * 3):
+        assert got.dtype == dtype
+        assert_close(name, got, want, dtype, "grad", pl, inputs)
+
+
+@pytest.mark.parametrize("n_q,n_k,causal", [(37, 80, True), (80, 37, True), (33, 70, False), (100, 16, True)])
+def test_nq_differs_from_nk(n_q, n_k, causal):
+    q, k, v, do = make(2, 1, n_q, n_k, 32, torch.float32, seed=n_q + n_k)
+    inputs = f"Nq={n_q} Nk={n_k} causal={causal}"
+    o, lse = ft.forward(q, k, v, causal=causal)
+    grads = ft.backward(q, k, v, o, lse, do, causal=causal)
+    want_o, want_lse, want_grads = ref64(q, k, v, do, causal)
+    assert_close("o", o, want_o, torch.float32, "o", inputs=inputs)
+    assert_close("lse", lse, want_lse, torch.float32, "lse", inputs=inputs)
+    for name, got, want in zip(("dq", "dk", "dv"), grads, want_grads):
+        assert_close(name, got, want, torch.float32, "grad", inputs=inputs)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_numpy_reference(causal):
+    """The NumPy oracle of the whole package agrees, forward and backward."""
+    q, k, v, do = make(1, 2, 50, 50, 32, torch.float32, seed=7)
+    o, lse = ft.forward(q, k, v, causal=causal)
+    dq, dk, dv = ft.backward(q, k, v, o, lse, do, causal=causal)
+    qn, kn, vn, don = (t.cpu().double().numpy() for t in (q, k, v, do))
+    want_o, want_lse = reference.forward(qn, kn, vn, causal=causal)
+    want_grads = reference.backward(qn, kn, vn, want_o, want_lse, don, causal=causal)
+    assert_close("o", o, torch.from_numpy(want_o), torch.float32, "o")
+    assert_close("lse", lse, torch.from_numpy(want_lse), torch.float32, "lse")
+    for name, got, want in zip(("dq", "dk", "dv"), (dq, dk, dv), want_grads):
+        assert_close(name, got, torch.from_numpy(np.ascontiguousarray(want)), torch.float32, "grad")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_autograd_matches_sdpa(causal):
+    """attention() as a torch.autograd.Function against torch's own SDPA (math backend on CPU)."""
+    q, k, v, do = make(2, 2, 45, 45, 64, torch.float32, seed=11)
+    mine = [t.clone().requires_grad_() for t in (q, k, v)]
+    theirs = [t.clone().requires_grad_() for t in (q, k, v)]
+    o = ft.attention(*mine, causal=causal)
+    o.backward(do)
+    o_sdpa = torch.nn.functional.scaled_dot_product_attention(*theirs, is_causal=causal)
+    o_sdpa.backward(do)
+    assert_close("o", o, o_sdpa.double(), torch.float32, "o")
+    for name, a, b in zip(("dq", "dk", "dv"), mine, theirs):
+        assert_close(name, a.grad, b.grad.double(), torch.float32, "grad")
+
+
+def test_scale_and_strided_inputs():
+    """A non-default scale, and q, k, v viewed from a (B, N, H, d) layout (not contiguous)."""
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(3, 2, 40, 2, 16, generator=g).to(DEVICE)  # (qkv, B, N, H, d)
+    q, k, v = (t.transpose(1, 2) for t in base)  # (B, H, N, d) views
+    assert not q.is_contiguous()
+    do = torch.randn(2, 2, 40, 16, generator=g).to(DEVICE)
+    o, lse = ft.forward(q, k, v, causal=True, scale=0.3)
+    grads = ft.backward(q, k, v, o, lse, do, causal=True, scale=0.3)
+    want_o, want_lse, want_grads = ref64(q, k, v, do, True, scale=0.3)
+    assert_close("o", o, want_o, torch.float32, "o")
+    assert_close("lse", lse, want_lse, torch.float32, "lse")
+    for name, got, want in zip(("dq", "dk", "dv"), grads, want_grads):
+        assert_close(name, got, want, torch.float32, "grad")
+
+
+def _q(*shape, dtype=torch.float32):
+    return torch.randn(*shape).to(DEVICE, dtype)
+
+
+@pytest.mark.parametrize("args,error,words", [
+    ((_q(2, 16, 16), _q(2, 16, 16), _q(2, 16, 16)), ValueError, "q must have shape (B, H, N, d)"),
+    (([[1.0]], _q(1, 1, 4, 16), _q(1, 1, 4, 16)), TypeError, "q must be a torch.Tensor"),
+    ((_q(1, 1, 4, 16), _q(1, 1, 4, 16, dtype=torch.float16), _q(1, 1, 4, 16)), TypeError, "share one dtype"),
+    ((_q(1, 1, 4, 16).int(), _q(1, 1, 4, 16).int(), _q(1, 1, 4, 16).int()), TypeError, "q must be float16"),
+    ((_q(1, 1, 4, 48), _q(1, 1, 4, 48), _q(1, 1, 4, 48)), ValueError, "head dim d must be one of"),
+    ((_q(1, 1, 4, 16), _q(1, 1, 4, 32), _q(1, 1, 4, 32)), ValueError, "k must have shape (B, H, Nk, d)"),
+    ((_q(1, 1, 4, 16), _q(1, 1, 5, 16), _q(1, 1, 6, 16)), ValueError, "v must have k's shape"),
+    ((_q(1, 2, 4, 16), _q(1, 1, 4, 16), _q(1, 1, 4, 16)), ValueError, "k and v must have q's (B, H)"),
+    ((_q(1, 1, 0, 16), _q(1, 1, 4, 16), _q(1, 1, 4, 16)), ValueError, "sequence lengths must be >= 1"),
+])
+def test_bad_inputs_name_the_argument(args, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        ft.forward(*args)
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, float("inf"), "0.5", True])
+def test_bad_scale(scale):
+    with pytest.raises(ValueError, match="scale must be a positive finite number"):
+        ft.forward(_q(1, 1, 4, 16), _q(1, 1, 4, 16), _q(1, 1, 4, 16), scale=scale)
+
+
+def test_backward_checks_lse_and_do():
+    q = _q(1, 1, 8, 16)
+    o, lse = ft.forward(q, q, q)
+    with pytest.raises(ValueError, match=r"lse must be a tensor of shape \(B, H, Nq\)"):
+        ft.backward(q, q, q, o, lse[..., :4], o)
+    with pytest.raises(ValueError, match="do must have q's shape"):
+        ft.backward(q, q, q, o, lse, o[..., :4, :])
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the interpreter's bfloat16 limitation only")
+def test_bfloat16_refused_under_interpreter():
+    """Pins the workaround: the interpreter's tl.dot is wrong for bfloat16, so we refuse it."""
+    x = _q(1, 1, 16, 16, dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="bfloat16 is not supported under TRITON_INTERPRET=1"):
+        ft.forward(x, x, x)
+
+
+def test_import_without_torch_or_triton_says_what_to_install():
+    code = ("import sys; sys.modules['triton'] = None\n"
+            "try:\n    import nlpcore.kernels.flash_triton\n"
+            "except ImportError as e:\n    print('MSG', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+    assert "MSG nlpcore.kernels.flash_triton needs PyTorch and Triton" in out.stdout, out.stdout + out.stderr
+    assert "pip install" in out.stdout
+
+
+def test_nothing_else_in_nlpcore_imports_the_triton_port():
+    """The browser has no torch: only check_triton (a CLI) may import flash_triton."""
+    allowed = {"flash_triton.py", "check_triton.py", "flash_triton_starter.py"}
+    offenders = []
+    for path in (ROOT / "py" / "nlpcore").rglob("*.py"):
+        if path.name in allowed:
+            continue
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"^\s*(from\s+\S*flash_triton\S*\s+import|import\s+\S*flash_triton)", text, re.M) \
+                or re.search(r"^\s*(import\s+(torch|triton)|from\s+(torch|triton)\b)", text, re.M):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders, f"these modules import torch/triton/flash_triton: {offenders}"
+
+
+# --- the exercise: the grader passes the solution, fails the starter, passes a completed starter
+STARTER = ROOT / "py" / "nlpcore" / "kernels" / "flash_triton_starter.py"
+STARTER_SOLUTION = {  # TODO number -> the line that completes it
+    1: "m_new = tl.maximum(m_i, tl.max(s, 1))",
+    2: "p = tl.exp2(s - m_new[:, None])",
+    3: "alpha = tl.exp2(m_i - m_new)",
+    4: "l_i = l_i * alpha + tl.sum(p, 1)",
+    5: "lse = (m_i + tl.log2(l_i)) * LN2",
+    6: "o = acc / l_i[:, None]",
+    7: "p = tl.where(allowed, tl.exp2(s - lse[:, None] * LOG2E), 0.0)",
+    8: "dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)",
+    9: "ds = p * (dp - delta[:, None])",
+    10: "dq = dq + tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)",
+}
+
+
+def _grade(path, capsys):
+    status = check_triton.main(([str(path)] if path else []) + ["--device", DEVICE])
+    return status, capsys.readouterr().out
+
+
+def test_grader_passes_the_solution(capsys):
+    status, out = _grade(None, capsys)
+    assert status == 0, out
+    assert "FAIL" not in out and "ERROR" not in out
+    assert re.search(r"(\d+)/\1 checks passed", out), out
+
+
+def test_grader_fails_the_starter_and_passes_it_completed(capsys, tmp_path):
+    status, out = _grade(STARTER, capsys)
+    assert status == 1 and "FAIL" in out, out
+    assert "forward o · ragged N=100, d=32" in out  # names the case that failed
+
+    source = STARTER.read_text(encoding="utf-8")
+    todo = re.compile(r"^( *)\S.*# TODO\((\d+)\).*$", re.M)
+    assert sorted(int(m.group(2)) for m in todo.finditer(source)) == sorted(STARTER_SOLUTION)
+    solved = todo.sub(lambda m: m.group(1) + STARTER_SOLUTION[int(m.group(2))], source)
+    path = tmp_path / "my_flash.py"
+    path.write_text(solved, encoding="utf-8")
+    status, out = _grade(path, capsys)
+    assert status == 0, out
+
+
+def test_grader_reports_a_broken_module(capsys, tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("def forward(q, k, v, causal=False, scale=None):\n    raise RuntimeError('boom')\n"
+                    "def backward(*a, **k):\n    raise RuntimeError('boom')\n", encoding="utf-8")
+    status, out = _grade(path, capsys)
+    assert status == 1
+    assert "ERROR" in out and "RuntimeError: boom" in out
+    status, out = _grade(tmp_path / "missing.py", capsys)
+    assert status == 1 and "no such file" in out
