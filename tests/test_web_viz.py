@@ -131,11 +131,18 @@ def test_the_web_door_reaches_viz_with_json_safe_results():
 def test_episode_cells():
     exact = viz.run_episode_cell("exact", {"n": 37, "d": 8, "sram": 128, "causal": True})
     assert exact["ok"] and exact["values"]["max_abs_err"] < 1e-5  # float32 kernel vs float64 oracle
+    small_m = viz.run_episode_cell("exact", {"n": 100, "d": 16, "sram": 512})  # M < 3d² = 768
+    assert small_m["values"]["flash_accesses"] > small_m["values"]["standard_accesses"]
+    assert any("moves more here" in line for line in small_m["lines"])
+    big_m = viz.run_episode_cell("exact", {"n": 100, "d": 16, "sram": 2048})
+    assert big_m["values"]["flash_accesses"] < big_m["values"]["standard_accesses"]
+    assert not any("moves more here" in line for line in big_m["lines"])
     tiling = viz.run_episode_cell("tiling", {"n": 70, "d": 8, "sram": 256})
     assert tiling["values"]["counted"] == tiling["values"]["closed_form"] == io_model.flash_accesses(70, 70, 8, 256)
     roof = viz.run_episode_cell("roofline", {"n": 4096, "d": 64, "sram": 49152})
     v = roof["values"]
-    assert v["standard_intensity"] < v["flash_intensity"]
+    assert v["standard_intensity"] < min(v["flash_intensity"], v["flash2_intensity"])
+    assert v["flash2_accesses"] == io_model.flash_accesses(4096, 4096, 64, 49152, loop_order="q_outer")
     assert v["standard_accesses"] == io_model.standard_accesses(4096, 4096, 64)
     assert any("Figure 2" in line for line in roof["lines"])
     online = viz.run_episode_cell("online", {"n": 37, "block": 8, "scale": 400})
