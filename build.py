@@ -312,6 +312,22 @@ def clean_output(out: pathlib.Path) -> None:
     (out / IN_PROGRESS).touch()
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def check_json_files(out: pathlib.Path) -> list:
+    """Warnings for shipped .json files that a browser's JSON.parse would reject (NaN, Infinity)."""
+    warnings = []
+    for path in sorted(out.rglob("*.json")):
+        try:
+            json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+        except ValueError as error:
+            warnings.append(f"{path.relative_to(out).as_posix()}: {error} "
+                            "(browsers' JSON.parse will reject this file)")
+    return warnings
+
+
 def build(out: pathlib.Path) -> dict:
     """Build the whole site into `out`; returns the manifest."""
     out = out.resolve()
@@ -378,6 +394,8 @@ def main(argv=None) -> int:
     try:
         if not (args.command == "serve" and args.no_build):
             manifest = build(args.out)
+            for warning in check_json_files(args.out):
+                print(f"build.py: warning: {warning}", file=sys.stderr)
             total = sum(f["size"] for f in manifest["files"].values())
             print(f"built {args.out} ({len(manifest['files'])} files, {total / 1e6:.1f} MB)")
         if args.command == "serve":

@@ -254,3 +254,11 @@ def test_a_failing_exporter_fails_the_build_with_its_error(tmp_path, monkeypatch
     monkeypatch.setattr(build, "ROOT", _fake_tree(tmp_path, source))
     with pytest.raises(build.BuildError, match="RuntimeError: exercise 3 has no checks"):
         build.export_site_data(tmp_path / "out")
+
+
+def test_json_that_browsers_reject_is_flagged(tmp_path):
+    (tmp_path / "ok.json").write_text('{"x": 1.5, "y": null}')
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "bad.json").write_text('{"x": Infinity}')
+    warnings = build.check_json_files(tmp_path)
+    assert len(warnings) == 1 and warnings[0].startswith("bench/bad.json: Infinity")

@@ -160,7 +160,7 @@ def test_runtime_time_limit_restarts_the_worker(page, site_url, browser_helpers)
         const {getRuntime} = await import('./js/runtime.js');
         const rt = getRuntime();
         let first;
-        try { await rt.call('lab.prepare', {n: 2048, d: 64, heads: 8}, {timeoutMs: 50});
+        try { await rt.call('lab.prepare', {n: 1024, d: 64, heads: 4}, {timeoutMs: 50});
               first = 'finished'; }
         catch (error) { first = error.message; }
         const again = await rt.call('lab.limits', {});
@@ -207,7 +207,8 @@ def test_json_door_round_trips_bytes_and_non_finite_floats():
     ({"n": float("nan")}, TypeError, "n: expected an integer"),
     ({"causal": "yes"}, TypeError, "causal"),
     ({"n": 4, "padding": 5}, ValueError, "padding"),
-    ({"heads": 9}, ValueError, "heads"),
+    ({"heads": 5}, ValueError, "heads"),
+    ({"n": 1025}, ValueError, "n: expected an integer in [1, 1024]"),
     ({"d": 1024}, ValueError, "16384"),
 ])
 def test_prepare_rejects_bad_input_naming_it(kwargs, error, words):
