@@ -167,3 +167,33 @@ def test_episode_cells_refuse_bad_parameters():
         viz.run_episode_cell("tiling", {"n": 1024, "d": 128, "sram": 16})
     with pytest.raises(ValueError, match="scale must be a number"):
         viz.run_episode_cell("online", {"scale": -1})
+
+
+PY38_SMOKE = r"""
+import json, warnings
+warnings.simplefilter("error")
+from nlpcore.kernels import io_model
+from nlpcore.web import call_json
+for n, d, m, causal, order, mode in [(24, 4, 64, True, "q_outer", "forward"), (50, 8, 128, True, "kv_outer", "backward"),
+                                     (128, 4, 64, True, "kv_outer", "forward")]:
+    out = json.loads(call_json("viz.trace", json.dumps(dict(n=n, d=d, sram=m, causal=causal, loop_order=order, mode=mode))))
+    assert out["counted"]["accesses"] == io_model.flash_accesses(n, n, d, m, causal=causal, loop_order=order,
+                                                                backward=mode == "backward")
+for name in ("exact", "roofline", "tiling", "online"):
+    assert json.loads(call_json("viz.run_episode_cell", json.dumps({"name": name, "params": {}})))["ok"]
+print("ok")
+"""
+
+
+def test_viz_runs_on_python38_numpy117():
+    """Pyodide 0.17's Python 3.8 + NumPy 1.17, where scripts/setup.sh has made .venv38."""
+    import pathlib
+    import subprocess
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    py38 = root / ".venv38" / "bin" / "python"
+    if not py38.exists():
+        pytest.skip(".venv38 (Python 3.8 + NumPy 1.17) is not set up")
+    done = subprocess.run([str(py38), "-c", PY38_SMOKE], cwd=str(root / "py"), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
