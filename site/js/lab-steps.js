@@ -82,7 +82,7 @@ function renderStep(item, runtime) {
   const button = el("button", {type: "submit", "data-testid": "lab-check", text: "Check"});
   row.append(button);
   form.append(row);
-  const verdict = el("p", {class: "verdict", "data-testid": "lab-verdict", "aria-live": "polite",
+  const verdict = el("p", {class: "lab-verdict", "data-testid": "lab-verdict", "aria-live": "polite",
                            text: done ? "Done earlier — saved in your progress." : ""});
   form.append(verdict);
   li.append(form);

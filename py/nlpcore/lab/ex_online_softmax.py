@@ -404,7 +404,7 @@ def build() -> Exercise:
             Check("lse", "lse (log-sum-exp) on every case", _check_compose(slice(0, 5), True)),
         ))
     probe = Step(
-        id="probe", kind="Probe", title="Probe a claim: Θ(N²d²/M) and Figure 2", minutes=20,
+        id="probe", kind="Probe", title="Θ(N²d²/M) and the Figure 2 ratio", minutes=20,
         statement=(
             "Theorem 2 of the paper claims FlashAttention makes $\\Theta(N^2 d^2 / M)$ HBM "
             "accesses. Probe it with the IO model: write `probe(io_model)` returning the "
