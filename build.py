@@ -36,6 +36,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import tomllib
 import zipfile
@@ -257,18 +258,21 @@ except ModuleNotFoundError as error:
         raise
     lab = None
 exporter = getattr(lab, "export_site_data", None)
-json.dump(None if exporter is None else {"data": exporter()}, sys.stdout)
+with open(sys.argv[2], "w", encoding="utf-8") as f:  # a file: the exporter may print
+    json.dump(None if exporter is None else {"data": exporter()}, f)
 """
 
 
 def export_site_data(out: pathlib.Path) -> bool:
     """Write data/exercises.json from nlpcore.lab.export_site_data() if that exists."""
-    result = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "py")],
-                            capture_output=True, text=True, cwd=ROOT)
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["no error output"])[-1]
-        raise BuildError(f"nlpcore.lab.export_site_data() failed: {last}")
-    exported = json.loads(result.stdout)
+    with tempfile.TemporaryDirectory() as tmp:
+        target = pathlib.Path(tmp) / "export.json"
+        result = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "py"), str(target)],
+                                capture_output=True, text=True, cwd=ROOT)
+        if result.returncode != 0:
+            last = (result.stderr.strip().splitlines() or ["no error output"])[-1]
+            raise BuildError(f"nlpcore.lab.export_site_data() failed: {last}")
+        exported = json.loads(target.read_text(encoding="utf-8"))
     if exported is None:
         return False
     write_json(out / "data" / "exercises.json", exported["data"])

@@ -235,7 +235,7 @@ def _fake_tree(tmp_path, lab_source):
 
 
 def test_site_data_is_exported_when_nlpcore_lab_provides_it(tmp_path, monkeypatch):
-    root = _fake_tree(tmp_path, "def export_site_data():\n    return {'b': [1, 2], 'a': 'x'}\n")
+    root = _fake_tree(tmp_path, "def export_site_data():\n    print(\"noise\")\n    return {'b': [1, 2], 'a': 'x'}\n")
     monkeypatch.setattr(build, "ROOT", root)
     assert build.export_site_data(tmp_path / "out") is True
     text = (tmp_path / "out" / "data" / "exercises.json").read_text()

@@ -69,6 +69,10 @@ def test_lab_matches_for_several_shapes(page, site_url, browser_helpers):
     # The page runs its default problem on its own once Python is ready.
     assert browser_helpers.wait_for_status(page, "compare", FINAL) == "match"
     assert "swiftshader" in page.inner_text('[data-testid="adapter"]').lower()
+    # The loading indicator went through its three stages.
+    assert page.locator('[data-testid="runtime"] li.done').count() == 3
+    assert page.eval_on_selector("#runtime-progress", "el => el.value") == 3
+    assert "NumPy 1.17.5" in page.inner_text("#runtime-message")
 
     for n, d, causal, padding, heads in SHAPES:
         detail = set_inputs_and_run(page, n, d, causal, padding, heads)
