@@ -328,9 +328,6 @@ def check_interface(info: ShaderInfo) -> None:
             problems.append("binding %d (%s) as var<%s>, not var<%s> (line %d)"
                             % (index, name, _space(kind).replace(",", ", "), space.replace(",", ", "),
                                line))
-        elif name in REQUIRED_USE and not info.uses(name):
-            problems.append("a use of %s (declared on line %d but never read or written)"
-                            % (name, line))
     for name in ("D", "DV"):
         if name not in info.overrides:
             problems.append("`override %s: u32;` (the host sets it per case)" % name)
@@ -594,6 +591,12 @@ class GpuCase:
 
     def spec(self, ns) -> dict:
         info, lay = _plan_for(ns, self.case)
+        unused = [n for n in REQUIRED_USE if not info.uses(n)]
+        if unused:
+            raise CheckFailed("not run: your shader declares but never uses %s — the kernel must "
+                              "read params, q, k, v and write o and lse (see the TODOs)"
+                              % ", ".join(unused), expected="every binding in use",
+                              got="unused: " + ", ".join(unused))
         br, bc = lay.env["BR"], lay.env["BC"]
         q, k, v, mask, _, _ = expected(self.case, br, bc)
         spec = mirror.dispatch_spec(q, k, v, causal=self.case.causal, mask=mask,

@@ -1,0 +1,233 @@
+"""The `wgsl` exercise: its shader reading (interface, workgroup bytes, tile plan) against
+nlpcore.kernels.tiling, and its checks run end to end with the shaders executed natively by
+wgpu-py (naga + Mesa lavapipe) in place of the page's navigator.gpu.
+
+Each planted bug in wgsl/exercises/ must fail exactly the checks it is planted for; the reference
+solutions must pass every check (so they are valid WGSL for naga as well as for the browser's
+Tint, which tests/browser/test_wgsl_exercise.py covers).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from nlpcore.kernels import tiling
+from nlpcore.lab import exercise, ex_wgsl
+from nlpcore.lab.framework import grade, verify_js
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+EX = exercise("wgsl")
+SCRATCH_GPU = {c.id for c in ex_wgsl.SCRATCH_CASES}
+HARDEN_GPU = {c.id for c in ex_wgsl.HARDEN_CASES}
+PYTHON_CHECKS = {"interface", "budget", "mirror"}
+
+
+def text(name):
+    source = ex_wgsl.wgsl_text(name)
+    assert source, "wgsl/%s is missing" % name
+    return source
+
+
+def run_step(step, code, only=None):
+    """Grade ``code``; run each pending GPU job through wgpu-py and verify it, as the page
+    does with navigator.gpu. Returns {check id: result}."""
+    from nlpcore.kernels import flash_wgpu
+
+    out = grade(EX, step, code)
+    results = {}
+    for check in out["checks"]:
+        if only is not None and check["id"] not in only:
+            continue
+        if check["status"] == "pending":
+            outputs = flash_wgpu.run_spec(check["job"])
+            check = verify_js(EX, step, check["id"], code, check["job"], outputs)
+        results[check["id"]] = check
+    return results
+
+
+def failing(results):
+    return {cid for cid, r in results.items() if r["status"] != "pass"}
+
+
+# ---- reading shaders ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("expr, want", [("BR * D", 16 * 64), ("(BR + 2u) * 3", 54),
+                                        ("4 * BC * (D + 1) / 2 % 1000", (4 * 8 * 65 // 2) % 1000),
+                                        ("u32(BC) - -1", 9), ("0x10", 16)])
+def test_evaluate(expr, want):
+    assert ex_wgsl.evaluate(expr, {"BR": 16, "BC": 8, "D": 64}) == want
+
+
+@pytest.mark.parametrize("expr", ["BR * X", "BR /", "(BR", "BR / 0", "1.5"])
+def test_evaluate_rejects(expr):
+    with pytest.raises(ex_wgsl.ShaderError):
+        ex_wgsl.evaluate(expr, {"BR": 16})
+
+
+@pytest.mark.parametrize("type_text, size", [("f32", 4), ("vec3<f32>", 12), ("vec4f", 16),
+                                             ("array<vec3<f32>, 5>", 80), ("mat4x3<f32>", 64),
+                                             ("array<array<f32, D>, 3>", 3 * 4 * 7),
+                                             ("atomic<u32>", 4)])
+def test_type_layout(type_text, size):
+    assert ex_wgsl.type_layout(type_text, {"D": 7})[0] == size
+
+
+@pytest.mark.parametrize("d, dv", [(64, 64), (24, 40), (16, 16), (100, 7)])
+def test_layout_of_the_lab_shader_matches_tiling(d, dv):
+    """Two independent counts of the same memory: parsing the shader's var<workgroup> arrays
+    and tiling.bytes_needed; and the largest plan that fits equals tiling.plan's choice."""
+    info = ex_wgsl.parse_shader(text("flash_fwd.wgsl"))
+    plan = tiling.plan(d, 4, dv=dv)
+    host = {"BR": plan.br, "BC": plan.bc, "D": d, "DV": dv, "WG": 64}
+    lay = ex_wgsl.layout(info, host)
+    assert lay.bytes_used == plan.bytes_used
+    assert [(n, b) for n, b, _ in lay.arrays] == list(plan.arrays)
+    assert lay.constants == plan.constants()
+    fit = ex_wgsl.fitting_plan(info, host)
+    assert (fit.env["BR"], fit.env["BC"], fit.bytes_used) == (plan.br, plan.bc, plan.bytes_used)
+
+
+def test_unused_workgroup_arrays_do_not_count():
+    source = text("flash_fwd.wgsl").replace(
+        "var<workgroup> alpha_row: array<f32, BR>;",
+        "var<workgroup> alpha_row: array<f32, BR>;\nvar<workgroup> spare: array<f32, 4096>;")
+    lay = ex_wgsl.layout(ex_wgsl.parse_shader(source), {"BR": 16, "BC": 8, "D": 64, "DV": 64, "WG": 64})
+    assert "spare" not in [n for n, _, _ in lay.arrays]
+    assert lay.bytes_used == tiling.bytes_needed(16, 8, 64, 64, 4)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("var<storage, read> k:", "var<storage, read> keys:"), "binding 2 named k, not keys"),
+    (("var<storage, read_write> o:", "var<storage, read> o:"), "var<storage, read_write>"),
+    (("override D: u32;", "const D: u32 = 64u;"), "override D: u32;"),
+    (("override WG: u32;", "override WG: u32;\noverride EXTRA: u32;"), "EXTRA"),
+    (("fn main(", "fn entry("), "fn main"),
+])
+def test_interface_errors_name_the_problem(edit, message):
+    source = text("flash_fwd.wgsl").replace(*edit)
+    results = grade(EX, "harden", source)["checks"]
+    by_id = {r["id"]: r for r in results}
+    assert by_id["interface"]["status"] == "fail"
+    assert message in by_id["interface"]["message"]
+    assert by_id["ragged"]["status"] == "fail"  # no job is handed to the page
+
+
+def test_over_budget_is_refused_with_bytes_and_a_plan_that_fits():
+    results = {r["id"]: r for r in grade(EX, "harden", text("exercises/over_budget.wgsl"))["checks"]}
+    need = tiling.bytes_needed(64, 64, 16, 16, 4)
+    assert need > ex_wgsl.STORAGE_LIMIT
+    fit = tiling.plan(16, 4)
+    msg = results["many-workgroups"]["message"]
+    assert results["many-workgroups"]["status"] == "fail"
+    assert "needs %d bytes" % need in msg and "16384" in msg
+    assert "a plan that fits: BR=%d, BC=%d (%d bytes)" % (fit.br, fit.bc, fit.bytes_used) in msg
+    assert results["budget"]["status"] == "fail"
+    assert all(r["status"] != "pending" for r in results.values())
+
+
+def test_learner_tile_plan_from_override_defaults():
+    source = text("flash_fwd.wgsl").replace("override BR: u32;", "override BR: u32 = 8u;") \
+                                   .replace("override BC: u32;", "override BC: u32 = BR * 2u;")
+    out = grade(EX, "scratch", source)
+    job = next(c["job"] for c in out["checks"] if c["id"] == "many-tiles")
+    assert job["constants"]["BR"] == 8 and job["constants"]["BC"] == 16
+    assert job["meta"]["n_q"] % 16 == 0 and job["workgroups"][0] == job["meta"]["n_q"] // 8
+    assert job["code"] == source and job["shader"] == "your-shader.wgsl"
+
+
+def test_export_has_wgsl_steps():
+    data = EX.to_data()
+    assert data["tier"] == "systems" and data["ladder"] == ["Scratch", "Harden"]
+    assert data["minutes"] == 120 and data["extra"]["js_modules"] == ["js/wgsl-exercise.js"]
+    for step in data["steps"]:
+        assert step["language"] == "wgsl" and "@compute" in step["starter"]
+        assert "@compute" in step["solution"] and step["hints"]
+    assert data["steps"][1]["solution"] == text("flash_fwd.wgsl")
+
+
+def test_verify_needs_both_outputs():
+    code = text("flash_fwd.wgsl")
+    out = grade(EX, "harden", code)
+    job = next(c["job"] for c in out["checks"] if c["id"] == "ragged")
+    result = verify_js(EX, "harden", "ragged", code, job, {"o": bytes(job["bindings"][-2]["size"])})
+    assert result["status"] == "fail" and "lse" in result["message"]
+
+
+# ---- on a real WebGPU implementation (wgpu-py) ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def wgpu_device():
+    from nlpcore.kernels import flash_wgpu
+
+    try:
+        flash_wgpu.device()
+    except (ImportError, RuntimeError) as err:
+        pytest.fail("wgpu-py with a Vulkan driver is required: %s" % err)
+
+
+def test_scratch_solution_passes(wgpu_device):
+    results = run_step("scratch", text("exercises/scratch_solution.wgsl"))
+    assert set(results) == SCRATCH_GPU | PYTHON_CHECKS
+    assert not failing(results), {k: r["message"] for k, r in results.items()}
+    assert "max |Δ| o =" in results["one-tile"]["message"]
+    assert "tolerance" in results["one-tile"]["message"] and "Nq=16" in results["one-tile"]["message"]
+
+
+def test_harden_solution_passes(wgpu_device):
+    results = run_step("harden", text("flash_fwd.wgsl"))
+    assert set(results) == HARDEN_GPU | PYTHON_CHECKS
+    assert not failing(results), {k: r["message"] for k, r in results.items()}
+
+
+def test_scratch_starter_fails_helpfully(wgpu_device):
+    results = run_step("scratch", text("exercises/scratch_starter.wgsl"))
+    assert failing(results) == SCRATCH_GPU
+    for cid in SCRATCH_GPU:
+        assert "never uses k, v, o, lse" in results[cid]["message"]
+    # Once it writes o, an o still all zeros says so.
+    source = text("exercises/scratch_starter.wgsl").replace(
+        "  // TODO 6:", "  o[0] = 0.0 * lse[0] * k[0] * v[0];\n  // TODO 6:")
+    results = run_step("scratch", source, only={"one-tile"})
+    assert "left o all zeros" in results["one-tile"]["message"]
+
+
+def test_harden_starter_fails_what_it_does_not_handle(wgpu_device):
+    results = run_step("harden", text("exercises/harden_starter.wgsl"))
+    assert failing(results) == {"ragged", "nq-ne-nk", "causal", "key-padding", "masked-rows"}
+
+
+def test_missing_ragged_guard_fails_the_ragged_checks(wgpu_device):
+    results = run_step("harden", text("exercises/bug_no_ragged_guard.wgsl"))
+    assert failing(results) == {"ragged", "nq-ne-nk"}
+    assert "max |Δ|" not in results["ragged"]["message"]
+    assert results["ragged"]["max_abs_err"] > 1e-3
+
+
+def test_division_by_l_gives_nan_in_fully_masked_rows(wgpu_device):
+    results = run_step("harden", text("exercises/bug_nan_masked_rows.wgsl"))
+    assert failing(results) == {"masked-rows"}
+    assert "NaN" in results["masked-rows"]["message"]
+
+
+def test_missing_barrier_fails(wgpu_device):
+    """Without the barrier after staging K_j, V_j, invocations read keys others have not
+    stored yet (on lavapipe, as on any GPU that runs a workgroup in several groups of lanes)."""
+    results = run_step("scratch", text("exercises/bug_missing_barrier.wgsl"),
+                       only={"many-tiles", "interface"})
+    assert results["interface"]["status"] == "pass"
+    assert results["many-tiles"]["status"] == "fail"
+    assert "differs from the reference" in results["many-tiles"]["message"]
+
+
+def test_jobs_bind_only_what_the_shader_uses():
+    out = grade(EX, "scratch", text("exercises/scratch_solution.wgsl"))
+    job = next(c["job"] for c in out["checks"] if c["id"] == "one-tile")
+    assert [b["name"] for b in job["bindings"]] == ["params", "q", "k", "v", "o", "lse"]
+    out = grade(EX, "harden", text("flash_fwd.wgsl"))
+    job = next(c["job"] for c in out["checks"] if c["id"] == "many-workgroups")
+    assert "mask_bits" in [b["name"] for b in job["bindings"]]
+    assert job["meta"]["reference"]["shader"] == "flash_fwd.wgsl"
+    assert np.prod(job["workgroups"]) >= 24
