@@ -361,6 +361,9 @@ async function runChecks() {
                                  {timeoutMs: TIME_LIMIT_MS});
     if (out.checks.some((c) => c.status === "pending")) out = await finishPending(out, code);
     renderResults(out, performance.now() - started);
+    // For modules named in exercise.extra.js_modules (e.g. js/wgsl-exercise.js's side panel).
+    document.dispatchEvent(new CustomEvent("exercise:graded",
+        {detail: {exercise: state.ex.id, step: state.step.id, code, result: out}}));
     if (out.passed) {
       const extra = out.record && Object.keys(out.record).length ? {answer: out.record} : null;
       markStep("exercises", state.ex.id, state.step.id, extra);
