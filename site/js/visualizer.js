@@ -457,6 +457,8 @@ function render() {
   $("b-start").disabled = view.pos === 0;
   $("b-next").disabled = view.pos === view.steps.length;
   $("b-end").disabled = view.pos === view.steps.length;
+  $("b-play").disabled = view.steps.length === 0;
+  $("scrub").disabled = view.steps.length === 0;
 }
 
 // ---- controls -----------------------------------------------------------------------------
