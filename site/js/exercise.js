@@ -12,7 +12,8 @@
  * async (job) => outputs) -- and sends the outputs back through "exercises.verify" for the
  * verdict. A "webgpu" runner is built in: it runs a dispatch spec with js/gpu.js and returns
  * {name: bytes} of the output bindings. An exercise can name extra ES modules to import first
- * (exercise.extra.js_modules), which may register their own runners.
+ * (exercise.extra.js_modules, paths relative to the site root), which may register their own
+ * runners or a CodeMirror mode named by exercise.extra.language (default "python").
  *
  * Page contract: [data-testid=run-checks], [data-testid=load-solution], one
  * [data-testid=check] per graded check with data-status pass|fail|error. "local" checks (Triton,
@@ -494,15 +495,26 @@ async function main() {
   for (const source of ex.sources) $("source-list").append(el("li", {text: source}));
   $("sources").hidden = ex.sources.length === 0;
 
-  state.editor = createEditor($("editor-host"), {label: "your code"});
-  if (state.editor.fallback) notice("editor-notice", state.editor.fallback);
+  // Extra modules first: they may register check runners or a CodeMirror mode (e.g. "wgsl").
   for (const module of ex.extra.js_modules || []) {
+    if (!state.files[module]) {
+      notice("ex-notice", `This build lacks ${module}, which this exercise needs for some checks.`);
+      continue;
+    }
     try {
       await import(new URL(`../${module}`, import.meta.url));
     } catch (error) {
       notice("ex-notice", `A check runner (${module}) could not be loaded: ${error.message}.`);
     }
   }
+  const language = ex.extra.language || "python";
+  if (language !== "python") {
+    $("editor-label").textContent = `Your ${language.toUpperCase()} code — checked by Python ` +
+        `(Pyodide) in this page and, for the GPU checks, run through WebGPU; each run has a time ` +
+        `limit of ${TIME_LIMIT_MS / 1000} s`;
+  }
+  state.editor = createEditor($("editor-host"), {label: "your code", mode: language});
+  if (state.editor.fallback) notice("editor-notice", state.editor.fallback);
   selectStep(params.get("step"), false);
   onProgressChange(() => renderLadder());
 
