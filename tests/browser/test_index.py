@@ -54,6 +54,10 @@ def test_module_page_renders_every_section(page, site_url, lab_dist, tmp_path):
         href = rows.nth(k).locator("a").first.get_attribute("href")
         assert href.startswith("exercise.html?id=")
         assert rows.nth(k).locator("td.status").inner_text() == "not started"
+    code_links = page.eval_on_selector_all("a[href^='source.html?path=']", "as => as.map(a => a.getAttribute('href'))")
+    assert len(code_links) >= 6
+    for href in code_links:  # every file the objectives point at is in the built site
+        assert (lab_dist / href.split("path=", 1)[1]).is_file(), href
     ledger = page.locator("#claims tbody tr")
     assert ledger.count() >= 5
     assert page.locator("#claims .badge.proved").count() >= 3
