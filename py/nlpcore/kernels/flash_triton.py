@@ -56,7 +56,7 @@ except ImportError as exc:  # pragma: no cover - exercised only where torch/trit
         "On a machine without an NVIDIA GPU, also set TRITON_INTERPRET=1 before importing."
     ) from exc
 
-__all__ = ["forward", "backward", "attention", "FWD_CONFIGS", "BWD_CONFIGS", "DQ_STRATEGY"]
+__all__ = ["forward", "backward", "attention"]
 
 # Globals read inside @triton.jit code must be constexpr; the host reads .value.
 LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(x) = exp2(x · LOG2E)
@@ -67,11 +67,47 @@ HEAD_DIMS = (16, 32, 64, 128)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 # How the backward pass produces dQ:
-#   "separate": a second kernel, one program per query block, recomputes S and dP for its rows
-#               (7 block products per tile pair instead of 5, but no atomics; deterministic).
-#   "atomic":   the dK/dV kernel also adds its dS K contribution into an fp32 dQ buffer with
-#               atomic adds (5 products per tile pair, FlashAttention-2's choice).
+#   "separate":   a second kernel, one program per query block, recomputes S and dP for its rows
+#                 (7 block products per tile pair instead of 5, but no atomics; deterministic).
+#   "atomic":     the dK/dV kernel also adds its dS K contribution into an fp32 dQ buffer with
+#                 per-element atomic adds (5 products per tile pair, FlashAttention-2's choice).
+#   "atomic_tma": the same, but each (Br, d) tile is added by the copy engine in one bulk
+#                 reduction (Hopper's cp.reduce.async.bulk; GPU only, not in the interpreter).
 DQ_STRATEGY = "separate"
+# Load and store whole tiles through tensor descriptors (the copy engine, TMA, on Hopper and
+# later; plain loads elsewhere). Also runs under the interpreter.
+USE_TMA = False
+# Ask Triton to warp-specialise the forward's unmasked key loop (producer and consumer warps).
+WARP_SPEC = False
+
+
+def _use_tma(t):
+    if not USE_TMA:
+        return False
+    return INTERPRET or (t.is_cuda and torch.cuda.get_device_capability(t.device)[0] >= 9)
+
+
+def _descriptor(t):
+    """A tensor descriptor over the contiguous (B·H, N, d) view of t (B, H, N, d); the block
+    shape is set per autotuning config by _set_block_shapes."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    t3 = t.reshape(-1, t.shape[2], t.shape[3])
+    return TensorDescriptor(t3, list(t3.shape), list(t3.stride()), [1, 16, t3.shape[2]])
+
+
+def _set_block_shapes(nargs):
+    """Config pre-hook: descriptor block shapes follow the config's BLOCK_M/BLOCK_N; an atomic
+    dQ buffer is zeroed before every launch (autotuning launches the kernel several times)."""
+    d = nargs["HEAD_DIM"]
+    for name, rows in (("Q", "BLOCK_M"), ("O", "BLOCK_M"), ("K", "BLOCK_N"), ("V", "BLOCK_N"),
+                       ("DQ", "BLOCK_M")):
+        t = nargs.get(name)
+        if hasattr(t, "block_shape"):
+            t.block_shape = [1, nargs[rows], d]
+    if nargs.get("ATOMIC_DQ", 0):
+        dq = nargs["DQ"]
+        (dq.base if hasattr(dq, "base") else dq).zero_()
 
 
 # --- autotuning space ----------------------------------------------------------------------
@@ -93,7 +129,8 @@ INTERPRET_FWD, INTERPRET_BWD, INTERPRET_DQ = (32, 16, 4, 1), (16, 32, 4, 1), (32
 
 def _config(entry):
     bm, bn, w, s = entry
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s,
+                         pre_hook=_set_block_shapes)
 
 
 def _space(space, fp32_entry, interpret_entry):
@@ -122,29 +159,37 @@ _TUNE_KEY = ["HEAD_DIM", "CAUSAL", "PRECISION"]
 @triton.jit
 def _fwd_inner(
     acc, l_i, m_i, q,  # running state (Br, d), (Br,), (Br,) and the query tile (Br, d)
-    k_ptrs, v_ptrs, stride_kn, stride_vn,  # (Bc, d) tile pointers at key 0
-    offs_m, offs_n, lo, hi, n_k, qk_scale,
-    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_N: tl.constexpr,
+    K, V, stride_kn, stride_vn, pid_bh,  # this head's K, V (pointers), or descriptors over (B·H, Nk, d)
+    offs_m, offs_n, offs_d, lo, hi, n_k, qk_scale,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr,
 ):
     """Fold key blocks [lo, hi) into the online-softmax state of one query block."""
-    for start_n in range(lo, hi, BLOCK_N):
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
         cols = start_n + offs_n  # (Bc,) key indices of this block
-        if MASKED:
-            in_range = cols[:, None] < n_k  # (Bc, 1) the ragged end of the keys
-            k = tl.load(k_ptrs + start_n * stride_kn, mask=in_range, other=0.0)
-            v = tl.load(v_ptrs + start_n * stride_vn, mask=in_range, other=0.0)
+        if USE_TMA:  # the copy engine fills rows past this head's end with zeros
+            k = K.load([pid_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+            v = V.load([pid_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
         else:
-            k = tl.load(k_ptrs + start_n * stride_kn)
-            v = tl.load(v_ptrs + start_n * stride_vn)
-        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (Br, Bc), log2 units
+            k_ptrs = K + cols[:, None] * stride_kn + offs_d[None, :]  # (Bc, d)
+            v_ptrs = V + cols[:, None] * stride_vn + offs_d[None, :]
+            if MASKED:
+                k = tl.load(k_ptrs, mask=cols[:, None] < n_k, other=0.0)
+                v = tl.load(v_ptrs, mask=cols[:, None] < n_k, other=0.0)
+            else:
+                k = tl.load(k_ptrs)
+                v = tl.load(v_ptrs)
+        qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (Br, Bc) unscaled scores
         if MASKED:
             allowed = cols[None, :] < n_k
             if CAUSAL:
                 allowed = allowed & (cols[None, :] <= offs_m[:, None])
-            s = tl.where(allowed, s, float("-inf"))
+            qk = tl.where(allowed, qk, float("-inf"))
+        # Scores in log2 units are qk · qk_scale; the scale is applied inside the exponent's
+        # argument, so it costs one fused multiply-add per score. qk_scale > 0 commutes with max.
         # The first block any row visits holds key 0, which every row may see, so m_new is finite.
-        m_new = tl.maximum(m_i, tl.max(s, 1))  # (Br,)
-        p = tl.exp2(s - m_new[:, None])  # (Br, Bc)
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)  # (Br,)
+        p = tl.exp2(qk * qk_scale - m_new[:, None])  # (Br, Bc)
         alpha = tl.exp2(m_i - m_new)  # (Br,) rescales what was summed against the old max
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = tl.dot(p.to(v.dtype), v, acc=acc * alpha[:, None], input_precision=PRECISION)
@@ -152,41 +197,43 @@ def _fwd_inner(
     return acc, l_i, m_i
 
 
-@triton.autotune(configs=FWD_CONFIGS, key=_TUNE_KEY, prune_configs_by=FWD_PRUNE)
+@triton.autotune(configs=FWD_CONFIGS, key=_TUNE_KEY + ["USE_TMA", "WARP_SPEC"], prune_configs_by=FWD_PRUNE)
 @triton.jit
 def _fwd_kernel(
-    # pointers: Q (B, H, Nq, d), K and V (B, H, Nk, d), O (B, H, Nq, d), LSE (B, H, Nq) fp32
+    # Q (B, H, Nq, d), K and V (B, H, Nk, d), O (B, H, Nq, d): pointers, or with USE_TMA tensor
+    # descriptors over the contiguous (B·H, N, d) views; LSE (B, H, Nq) fp32 pointer
     Q, K, V, O, LSE,
-    # strides, in elements
-    stride_qb, stride_qh, stride_qn, stride_qd,
-    stride_kb, stride_kh, stride_kn, stride_kd,
-    stride_vb, stride_vh, stride_vn, stride_vd,
-    stride_ob, stride_oh, stride_on, stride_od,
+    # strides, in elements (the pointer path; d's stride is 1)
+    stride_qb, stride_qh, stride_qn,
+    stride_kb, stride_kh, stride_kn,
+    stride_vb, stride_vh, stride_vn,
+    stride_ob, stride_oh, stride_on,
     # sizes and the scale
     n_heads, n_q, n_k, qk_scale,
     # meta-parameters
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     if CAUSAL:  # the last query blocks see the most keys: start them first, so the tail is short
         pid_m = tl.num_programs(0) - 1 - pid_m
     pid_bh = tl.program_id(1)
-    b = (pid_bh // n_heads).to(tl.int64)
-    h = (pid_bh % n_heads).to(tl.int64)
-    Q += b * stride_qb + h * stride_qh
-    K += b * stride_kb + h * stride_kh
-    V += b * stride_vb + h * stride_vh
-    O += b * stride_ob + h * stride_oh
-
     m0 = pid_m * BLOCK_M
     offs_m = m0 + tl.arange(0, BLOCK_M)  # (Br,) query rows of this program
     offs_n = tl.arange(0, BLOCK_N)  # (Bc,)
     offs_d = tl.arange(0, HEAD_DIM)  # (d,)
     row_ok = offs_m[:, None] < n_q  # (Br, 1) the ragged end of the queries
-    q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd, mask=row_ok, other=0.0)
-    k_ptrs = K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd  # (Bc, d)
-    v_ptrs = V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd  # (Bc, d)
+    if USE_TMA:
+        q = Q.load([pid_bh, m0, 0]).reshape(BLOCK_M, HEAD_DIM)
+    else:
+        b = (pid_bh // n_heads).to(tl.int64)
+        h = (pid_bh % n_heads).to(tl.int64)
+        Q += b * stride_qb + h * stride_qh
+        K += b * stride_kb + h * stride_kh
+        V += b * stride_vb + h * stride_vh
+        O += b * stride_ob + h * stride_oh
+        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=row_ok, other=0.0)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
@@ -199,18 +246,20 @@ def _fwd_kernel(
     else:
         end = n_k
         full_end = n_k // BLOCK_N * BLOCK_N
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
-                               offs_m, offs_n, 0, full_end, n_k, qk_scale,
-                               False, CAUSAL, PRECISION, BLOCK_N)
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
-                               offs_m, offs_n, full_end, end, n_k, qk_scale,
-                               True, CAUSAL, PRECISION, BLOCK_N)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, pid_bh,
+                               offs_m, offs_n, offs_d, 0, full_end, n_k, qk_scale,
+                               False, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, WARP_SPEC)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, pid_bh,
+                               offs_m, offs_n, offs_d, full_end, end, n_k, qk_scale,
+                               True, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, False)
 
     lse = (m_i + tl.log2(l_i)) * LN2  # (Br,) natural-log logsumexp of the scaled scores
     tl.store(LSE + pid_bh * n_q + offs_m, lse, mask=offs_m < n_q)
     o = acc / l_i[:, None]
-    tl.store(O + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-             o.to(O.dtype.element_ty), mask=row_ok)
+    if USE_TMA:  # rows past this head's end are not written
+        O.store([pid_bh, m0, 0], o.to(O.dtype).reshape(1, BLOCK_M, HEAD_DIM))
+    else:
+        tl.store(O + offs_m[:, None] * stride_on + offs_d[None, :], o.to(O.dtype.element_ty), mask=row_ok)
 
 
 # --- backward -------------------------------------------------------------------------------
@@ -232,9 +281,9 @@ def _bwd_delta_kernel(O, DO, DELTA, n_q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.con
 def _bwd_dkdv_inner(
     dk, dv, k, v,  # accumulators (Bc, d) fp32 and this program's key/value tiles (Bc, d)
     Q, DO, DQ, LSE, DELTA, stride_n,  # per-(b, h) bases; Q, dO, dQ share strides (contiguous)
-    offs_n, offs_m0, offs_d, lo, hi, n_q, n_k, sm_scale, qk_scale,
+    pid_bh, offs_n, offs_m0, offs_d, lo, hi, n_q, n_k, sm_scale, qk_scale,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr,
+    ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
 ):
     """Accumulate dK, dV of one key block over query blocks [lo, hi), working in transposed
     form (keys along rows) so the products land directly in dK, dV's layout."""
@@ -263,18 +312,21 @@ def _bwd_dkdv_inner(
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (Bc, Br) = (dO Vᵀ)ᵀ
         ds_t = p_t * (dp_t - delta[None, :])  # (Bc, Br) = dSᵀ (without the scale)
         dk = tl.dot(ds_t.to(q.dtype), q, acc=dk, input_precision=PRECISION)  # += dSᵀ Q
-        if ATOMIC_DQ:
+        if ATOMIC_DQ > 0:
             dq = tl.dot(tl.trans(ds_t).to(k.dtype), k, input_precision=PRECISION) * sm_scale
-            tl.atomic_add(DQ + ptrs, dq, mask=(offs_m < n_q)[:, None], sem="relaxed")
+            if ATOMIC_DQ == 1:
+                tl.atomic_add(DQ + ptrs, dq, mask=(offs_m < n_q)[:, None], sem="relaxed")
+            else:  # one bulk reduction of the (Br, d) tile; rows past the end are dropped
+                DQ.atomic_add([pid_bh, start_m, 0], dq.reshape(1, BLOCK_M, HEAD_DIM))
     return dk, dv
 
 
-@triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ"], reset_to_zero=["DQ"],
-                 prune_configs_by=BWD_PRUNE)
+@triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ"], prune_configs_by=BWD_PRUNE)
 @triton.jit
 def _bwd_dkdv_kernel(
     # pointers, all contiguous: Q, dO (B, H, Nq, d); K, V, dK, dV (B, H, Nk, d);
-    # LSE, DELTA (B, H, Nq) fp32; DQ (B, H, Nq, d) fp32, used only when ATOMIC_DQ
+    # LSE, DELTA (B, H, Nq) fp32; DQ (B, H, Nq, d) fp32, used only when ATOMIC_DQ > 0
+    # (a pointer for 1, a tensor descriptor over (B·H, Nq, d) for 2)
     Q, K, V, DO, LSE, DELTA, DK, DV, DQ,
     # sizes and scales
     n_q, n_k, sm_scale, qk_scale,
@@ -283,10 +335,12 @@ def _bwd_dkdv_kernel(
     ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     pid_n = tl.program_id(0)
-    pid_bh = tl.program_id(1).to(tl.int64)
+    pid_desc = tl.program_id(1)  # int32, a descriptor coordinate
+    pid_bh = pid_desc.to(tl.int64)
     Q += pid_bh * n_q * HEAD_DIM
     DO += pid_bh * n_q * HEAD_DIM
-    DQ += pid_bh * n_q * HEAD_DIM
+    if ATOMIC_DQ == 1:
+        DQ += pid_bh * n_q * HEAD_DIM
     K += pid_bh * n_k * HEAD_DIM
     V += pid_bh * n_k * HEAD_DIM
     DK += pid_bh * n_k * HEAD_DIM
@@ -316,14 +370,14 @@ def _bwd_dkdv_kernel(
         a_end = 0
     b_end = tl.maximum(a_end, n_q_full)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
-                             offs_n, offs_m0, offs_d, lo, a_end, n_q, n_k, sm_scale, qk_scale,
-                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M)
+                             pid_desc, offs_n, offs_m0, offs_d, lo, a_end, n_q, n_k, sm_scale, qk_scale,
+                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
-                             offs_n, offs_m0, offs_d, a_end, b_end, n_q, n_k, sm_scale, qk_scale,
-                             False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M)
+                             pid_desc, offs_n, offs_m0, offs_d, a_end, b_end, n_q, n_k, sm_scale, qk_scale,
+                             False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
-                             offs_n, offs_m0, offs_d, b_end, n_q, n_q, n_k, sm_scale, qk_scale,
-                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M)
+                             pid_desc, offs_n, offs_m0, offs_d, b_end, n_q, n_q, n_k, sm_scale, qk_scale,
+                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM)
 
     tl.store(DK + kv_ptrs, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
     tl.store(DV + kv_ptrs, dv.to(DV.dtype.element_ty), mask=key_ok)
@@ -477,17 +531,24 @@ def forward(q, k, v, causal=False, scale=None):
     causal = bool(causal)
     b, h, n_q, d = q.shape
     n_k = k.shape[2]
+    use_tma = _use_tma(q)
+    if use_tma or q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+        q, k, v = (t.contiguous() for t in (q, k, v))
     o = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((b, h, n_q), device=q.device, dtype=torch.float32)
+    strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3])
+    tensors = (q, k, v, o)
+    if use_tma:  # block shapes are set per config by _set_block_shapes
+        tensors = tuple(_descriptor(t) for t in tensors)
 
     def grid(meta):
         return (triton.cdiv(n_q, meta["BLOCK_M"]), b * h)
 
     _fwd_kernel[grid](
-        q, k, v, o, lse,
-        *q.stride(), *k.stride(), *v.stride(), *o.stride(),
+        *tensors, lse, *strides,
         h, n_q, n_k, scale * LOG2E.value,
         HEAD_DIM=d, CAUSAL=causal, PRECISION=_precision(q.dtype),
+        USE_TMA=use_tma, WARP_SPEC=bool(WARP_SPEC) and not INTERPRET,
     )
     return o, lse
 
@@ -515,8 +576,8 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
     if not isinstance(lse, torch.Tensor) or lse.shape != q.shape[:3]:
         shape = tuple(lse.shape) if isinstance(lse, torch.Tensor) else type(lse).__name__
         raise ValueError(f"lse must be a tensor of shape (B, H, Nq) = {tuple(q.shape[:3])}, got {shape}")
-    if DQ_STRATEGY not in ("separate", "atomic"):
-        raise ValueError(f"DQ_STRATEGY must be 'separate' or 'atomic', got {DQ_STRATEGY!r}")
+    if DQ_STRATEGY not in ("separate", "atomic", "atomic_tma"):
+        raise ValueError(f"DQ_STRATEGY must be 'separate', 'atomic' or 'atomic_tma', got {DQ_STRATEGY!r}")
 
     b, h, n_q, d = q.shape
     n_k = k.shape[2]
@@ -526,7 +587,9 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
     delta = torch.empty_like(lse)
     _bwd_delta_kernel[(triton.cdiv(n_q, 64), b * h)](o, do, delta, n_q, HEAD_DIM=d, BLOCK_M=64)
 
-    atomic = DQ_STRATEGY == "atomic"
+    atomic = {"separate": 0, "atomic": 1, "atomic_tma": 2}[DQ_STRATEGY]
+    if atomic == 2 and (INTERPRET or torch.cuda.get_device_capability(q.device)[0] < 9):
+        atomic = 1  # bulk reductions need the copy engine: Hopper or later, not the interpreter
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
     dq_acc = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
@@ -536,7 +599,7 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
         return (triton.cdiv(n_k, meta["BLOCK_N"]), b * h)
 
     _bwd_dkdv_kernel[grid_kv](
-        q, k, v, do, lse, delta, dk, dv, dq_acc,
+        q, k, v, do, lse, delta, dk, dv, _descriptor(dq_acc) if atomic == 2 else dq_acc,
         n_q, n_k, scale, scale * LOG2E.value,
         HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, ATOMIC_DQ=atomic,
     )
