@@ -18,7 +18,7 @@ from .framework import (CheckFailed, Check, Exercise, Step, assert_close, call_l
                         expect_number, read_code, relative_close, rng, shapes_of)
 
 # The Predict step's setting (also written in its starter).
-PREDICT_N, PREDICT_D, PREDICT_M = 1024, 64, 98304
+PREDICT_N, PREDICT_D, PREDICT_M = 512, 64, 98304
 PREDICT_RTOL = 0.20
 
 
@@ -311,7 +311,7 @@ def build() -> Exercise:
         id="predict", kind="Predict", title="Predict the HBM traffic", minutes=15,
         statement=(
             "Before measuring anything, predict how many elements one attention forward pass "
-            "moves between HBM and on-chip SRAM, for $N = 1024$, $d = 64$ and SRAM of "
+            "moves between HBM and on-chip SRAM, for $N = 512$, $d = 64$ and SRAM of "
             "$M = 98304$ elements (192 KiB of fp16, one A100 streaming multiprocessor).\n\n"
             "**Standard attention** (the paper's Algorithm 0) writes $S = QK^\\top$ and "
             "$P = \\mathrm{softmax}(S)$, both $N \\times N$, to HBM and reads them back: "
@@ -331,7 +331,7 @@ def build() -> Exercise:
             "Flash: $K$ and $V$ are read once. The outer loop runs over "
             "$T_c = \\lceil N / B_c \\rceil$ key tiles, and each iteration reads all of $Q$ and "
             "reads and writes all of $O$.",
-            "$B_c = \\lceil 98304 / 256 \\rceil = 384$, so $T_c = 3$.",
+            "$B_c = \\lceil 98304 / 256 \\rceil = 384$, so $T_c = \\lceil 512 / 384 \\rceil = 2$.",
         ),
         required=("standard", "flash"), record=("standard", "flash"),
         checks=(

@@ -533,7 +533,7 @@ def _plan_for(ns, case: Case) -> Tuple[ShaderInfo, Layout]:
         raise CheckFailed(str(err), expected="the interface of the starter shader")
     if lay.bytes_used > STORAGE_LIMIT:
         raise CheckFailed(refusal(lay, info, host), expected="<= %d bytes" % STORAGE_LIMIT,
-                          got="%d bytes" % lay.bytes_used)
+                          got="%d bytes" % lay.bytes_used, layout=dict(lay.as_dict(), case=case.id))
     if lay.invocations > MAX_INVOCATIONS:
         raise CheckFailed("refused: @workgroup_size gives %d invocations, over WebGPU's default "
                           "maxComputeInvocationsPerWorkgroup of %d" % (lay.invocations, MAX_INVOCATIONS),
@@ -604,6 +604,7 @@ class GpuCase:
         spec["shader"] = "your-shader.wgsl"
         spec["code"] = ns["source"]
         spec["constants"] = dict(lay.constants)
+        unbound = [b for b in spec["bindings"] if not info.uses(b["name"])]
         spec["bindings"] = [b for b in spec["bindings"] if info.uses(b["name"])]
         spec["meta"].update({
             "case": self.case.id, "case_text": self.case.describe(br, bc),
@@ -614,7 +615,8 @@ class GpuCase:
             spec["meta"]["reference"] = {"shader": mirror.FLASH_SHADER,
                                          "constants": auto.constants(),
                                          "workgroups": [-(-q.shape[1] // auto.br), 1, q.shape[0]],
-                                         "br": auto.br, "bc": auto.bc}
+                                         "br": auto.br, "bc": auto.bc,
+                                         "bindings": unbound}  # those the learner's shader lacks
         return spec
 
     def prepare(self, ns) -> dict:

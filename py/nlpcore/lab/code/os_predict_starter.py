@@ -1,6 +1,6 @@
 # Predict before you measure: HBM accesses (reads + writes, in elements) of ONE attention
 # forward pass for one head, with
-N = 1024      # sequence length (queries = keys = N)
+N = 512       # sequence length (queries = keys = N), BERT-base's
 d = 64        # head dimension (dv = d)
 M = 98304     # on-chip SRAM in elements (192 KiB of fp16 on an A100)
 # Standard attention writes S and P to HBM and reads them back (Algorithm 0).
