@@ -153,11 +153,11 @@ def test_learner_code_errors_are_stated():
 
 
 def test_fresh_namespace_per_grade():
-    lab.grade("online-softmax", "predict", "standard = 1\nflash = 1\nimport builtins\nbuiltins.LEAK = 1\n")
-    r = lab.grade("online-softmax", "predict", "standard = LEAK_NAME_THAT_DOES_NOT_EXIST\n")
+    """Names defined by one run do not exist in the next."""
+    assert lab.grade("online-softmax", "predict", "standard = 1.2e6\nflash = 3e5\n")["passed"]
+    r = lab.grade("online-softmax", "predict", "flash = 3e5\n")
     assert r["checks"][0]["status"] == "error"
-    import builtins
-    del builtins.LEAK
+    assert "missing: standard" in r["checks"][0]["message"]
 
 
 def test_assert_close_rules():
