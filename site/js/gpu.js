@@ -116,6 +116,18 @@ function checkSpec(spec) {
   }
 }
 
+/* Compute pipelines per device, by shader (file or inline code), entry and constants: building
+ * one compiles the shader for the adapter, which on a CPU adapter (SwiftShader) takes seconds,
+ * while a dispatch of a small case takes milliseconds. */
+const pipelineCache = new WeakMap();  // GPUDevice -> Map(key -> GPUComputePipeline)
+const MAX_PIPELINES = 16;
+
+function pipelineKey(spec) {
+  const constants = Object.entries(spec.constants || {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify([spec.shader, typeof spec.code === "string" ? spec.code : null,
+                         spec.entry || "main", constants]);
+}
+
 /* Buffers are 4-byte multiples and never empty (a zero-size binding is invalid). */
 const paddedSize = (size) => Math.max(16, Math.ceil(size / 16) * 16);
 
@@ -124,20 +136,27 @@ export async function runSpec(gpu, spec) {
   checkSpec(spec);
   if (gpu.lost) throw new Error(`the WebGPU device was lost: ${gpu.lost}`);
   const {device} = gpu;
-  const module = await compile(device, spec);
+  if (!pipelineCache.has(device)) pipelineCache.set(device, new Map());
+  const pipelines = pipelineCache.get(device);
+  const key = pipelineKey(spec);
+  let pipeline = pipelines.get(key);
+  const module = pipeline ? null : await compile(device, spec);
 
   device.pushErrorScope("validation");
   device.pushErrorScope("out-of-memory");
   const created = [];
   try {
-    let pipeline;
-    try {
-      pipeline = await device.createComputePipelineAsync({
-        layout: "auto",
-        compute: {module, entryPoint: spec.entry || "main", constants: spec.constants || {}},
-      });
-    } catch (error) {
-      throw new Error(`creating the compute pipeline failed: ${error.message}`);
+    if (!pipeline) {
+      try {
+        pipeline = await device.createComputePipelineAsync({
+          layout: "auto",
+          compute: {module, entryPoint: spec.entry || "main", constants: spec.constants || {}},
+        });
+      } catch (error) {
+        throw new Error(`creating the compute pipeline failed: ${error.message}`);
+      }
+      if (pipelines.size >= MAX_PIPELINES) pipelines.clear();
+      pipelines.set(key, pipeline);
     }
     const entries = [];
     const readbacks = [];
