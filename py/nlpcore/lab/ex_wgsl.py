@@ -763,21 +763,17 @@ max $|\Delta|$, the tolerance and the case.
 
 HARDEN_STATEMENT = r"""
 The Scratch kernel is correct only for whole tiles and no masking. Harden it for every input the
-host may send (the starter is the Scratch solution, with TODO H1–H5 where it breaks):
+host may send; the starter is the Scratch solution, with TODO H1–H5 where it breaks:
 
-- **ragged tiles**: the last query tile may have fewer than $B_r$ rows and the last key tile
-  fewer than $B_c$ keys — read nothing past the end, write nothing past the end, and give
-  missing keys no share of the softmax;
-- $N_q \ne N_k$; **causal** masking (query $i$ sees key $j$ only if $j \le i$; whole key tiles
-  after the query tile can be skipped, and the loop bound must stay uniform so the barriers inside
-  stay in uniform control flow);
-- a **mask** as packed bits (binding 4: a key-padding mask has `mask_row_stride = 0`);
-- **fully masked rows**: $\ell = 0$, so return $o = 0$ and lse $= -\infty$ (the shader writes the
-  finite sentinel `MASKED_SCORE`, which WGSL can represent portably) — never $0/0$;
-- $d$ that is not a power of two, and enough rows to need many workgroups.
+- **Ragged tiles**: the last query tile may have fewer than $B_r$ rows and the last key tile fewer than $B_c$ keys. Read nothing past the end, write nothing past the end, and give missing keys no share of the softmax.
+- $N_q \ne N_k$, and **causal** masking: query $i$ sees key $j$ only if $j \le i$. Whole key tiles after the query tile can be skipped, but the loop bound must stay uniform so that the barriers inside stay in uniform control flow.
+- A **mask** as packed bits (binding 4); a key-padding mask has `mask_row_stride = 0`.
+- **Fully masked rows** have $\ell = 0$: return $o = 0$ and lse $= -\infty$ (the shader writes the finite sentinel `MASKED_SCORE`), never $0/0$.
+- A head dim $d$ that is not a power of two, and enough rows to need many workgroups.
 
 A masked score is the sentinel $-10^{30}$, not $-\infty$: WGSL may assume floats are finite, so
-an expression that produces an infinity may give any value.
+an expression that produces an infinity may give any value. The checks run each case on this
+page's GPU and compare $o$ and lse with the CPU mirror; the starter already passes two of them.
 """
 
 SCRATCH_HINTS = (

@@ -1,0 +1,110 @@
+"""The WGSL exercise in headless Chromium with WebGPU (SwiftShader): the learner's shader is
+compiled and run through navigator.gpu and checked in Pyodide against the CPU mirror.
+
+One page does the whole ladder (Pyodide boots once): both reference solutions pass every check
+and the progress shows on index.html; a compile error is listed and marked with its line; an
+over-budget shader is refused with its byte count; a planted bug (no ragged-tile guard) fails the
+ragged checks only. A second page without navigator.gpu says why and still runs the checks
+that need no GPU.
+"""
+from __future__ import annotations
+
+from nlpcore.kernels import tiling
+from nlpcore.lab import ex_wgsl, exercise
+
+EX = exercise("wgsl")
+RESULTS_DONE = ("() => ['done', 'error'].includes("
+                "document.querySelector('[data-testid=results]').dataset.state)")
+PYTHON_CHECKS = {"interface", "budget", "mirror"}
+SET_CODE = "code => document.querySelector('.CodeMirror').CodeMirror.setValue(code)"
+
+
+def open_wgsl(page, site_url, helpers, step):
+    page.goto(f"{site_url}exercise.html?id=wgsl&step={step}")
+    assert helpers.wait_for_runtime(page) == "ready"
+    page.wait_for_selector("[data-testid=run-checks]:not([disabled])")
+
+
+def run_checks(page, timeout_s=120):
+    page.click("[data-testid=run-checks]")
+    page.wait_for_function(RESULTS_DONE, timeout=timeout_s * 1000)
+    return dict(page.eval_on_selector_all(
+        "[data-testid=check]", "els => els.map(e => [e.dataset.check, e.dataset.status])"))
+
+
+def message(page, check_id):
+    return page.inner_text(f"[data-testid=check][data-check='{check_id}']")
+
+
+def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
+    open_wgsl(page, site_url, browser_helpers, "scratch")
+    assert page.evaluate("document.querySelector('.CodeMirror').CodeMirror.getOption('mode')") == "wgsl"
+    page.wait_for_selector("[data-testid=gpu-status][data-state=ready]")
+    assert "swiftshader" in page.inner_text("[data-testid=gpu-status]").lower()
+
+    # Scratch, then Harden, with the reference solutions: every check passes.
+    for step in EX.steps:
+        page.click(f"[data-testid=step-tab][data-step={step.id}]")
+        page.click("[data-testid=load-solution]")
+        statuses = run_checks(page)
+        assert statuses == {c.id: "pass" for c in step.checks}, page.inner_text("#results")
+        assert page.get_attribute(f"[data-testid=step-tab][data-step={step.id}]", "data-done") == "1"
+        gpu_check = next(c.id for c in step.checks if c.runner == "webgpu")
+        text = message(page, gpu_check)
+        assert "max |Δ| o =" in text and "tolerance" in text and "Nq=" in text, text
+        used = int(page.get_attribute("[data-testid=tile-bytes]", "data-bytes"))
+        assert 0 < used <= tiling.WEBGPU_DEFAULT_STORAGE
+        assert page.get_attribute("[data-testid=compile-messages]", "data-state") == "ok"
+        page.wait_for_selector("[data-testid=timing][data-state=ready]")
+        assert page.locator("[data-testid=timing] tbody tr").count() == 1
+    page.screenshot(path="/tmp/wgsl-exercise-harden.png", full_page=True)
+
+    # A compile error: listed with its line and column, marked in the editor, checks in error.
+    solution = ex_wgsl.wgsl_text("flash_fwd.wgsl")
+    lines = solution.split("\n")
+    bad_line = next(i for i, line in enumerate(lines) if "let rows = min(BR" in line) + 1
+    lines[bad_line - 1] = lines[bad_line - 1].replace("min(BR, params.n_q - q0)", "min(BR, n_rows_typo)")
+    page.evaluate(SET_CODE, "\n".join(lines))
+    statuses = run_checks(page)
+    assert {k: v for k, v in statuses.items() if k not in PYTHON_CHECKS} == {
+        c.id: "error" for c in EX.step("harden").checks if c.runner == "webgpu"}
+    assert f"line {bad_line}:" in message(page, "ragged")
+    assert page.get_attribute("[data-testid=compile-messages]", "data-state") == "error"
+    assert page.locator(f"[data-testid=compile-messages] li[data-line='{bad_line}']").count() >= 1
+    assert page.locator(".CodeMirror .wgsl-error-line").count() >= 1
+    assert f"line {bad_line}:" in page.inner_text("[data-testid=compile-error-widget]")
+    page.screenshot(path="/tmp/wgsl-exercise-compile-error.png", full_page=True)
+
+    # Over budget: refused before any pipeline, with the bytes needed and a plan that fits.
+    page.evaluate(SET_CODE, ex_wgsl.wgsl_text("exercises/over_budget.wgsl"))
+    statuses = run_checks(page)
+    assert statuses["budget"] == "fail" and statuses["ragged"] == "fail"
+    need = tiling.bytes_needed(64, 64, 32, 32, 4)
+    assert f"needs {need} bytes" in message(page, "ragged") and "a plan that fits" in message(page, "ragged")
+    assert page.get_attribute("[data-testid=tile-bytes]", "data-over") == "1"
+    assert int(page.get_attribute("[data-testid=tile-bytes]", "data-bytes")) > tiling.WEBGPU_DEFAULT_STORAGE
+
+    # A planted bug: without the ragged-tile guard exactly the ragged cases fail.
+    page.evaluate(SET_CODE, ex_wgsl.wgsl_text("exercises/bug_no_ragged_guard.wgsl"))
+    statuses = run_checks(page)
+    assert {k for k, v in statuses.items() if v != "pass"} == {"ragged", "nq-ne-nk"}, statuses
+    assert "differs from the reference" in message(page, "ragged")
+
+    page.goto(f"{site_url}index.html")
+    status = page.locator("[data-testid=exercise-status-wgsl]")
+    status.wait_for()
+    assert status.inner_text().startswith("done"), status.inner_text()
+
+
+def test_without_webgpu_the_page_says_why_and_runs_mirror_checks(open_page, site_url, browser_helpers):
+    page = open_page(webgpu=False)
+    open_wgsl(page, site_url, browser_helpers, "harden")
+    page.wait_for_selector("[data-testid=gpu-status][data-state=unavailable]")
+    assert "navigator.gpu" in page.inner_text("[data-testid=gpu-status]")
+    page.click("[data-testid=load-solution]")
+    statuses = run_checks(page)
+    assert {k: v for k, v in statuses.items() if k in PYTHON_CHECKS} == dict.fromkeys(PYTHON_CHECKS, "pass")
+    assert {v for k, v in statuses.items() if k not in PYTHON_CHECKS} == {"error"}
+    assert "WebGPU" in message(page, "ragged") or "navigator.gpu" in message(page, "ragged")
+    assert "max |Δ|" in message(page, "mirror")
+    page.screenshot(path="/tmp/wgsl-exercise-no-webgpu.png", full_page=True)
