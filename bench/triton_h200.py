@@ -1,6 +1,6 @@
 """Check, then time, the Triton FlashAttention against PyTorch SDPA's backends on one GPU.
 
-    PYTHONPATH=py python bench/triton_h200.py [--out DIR] [--sweep] [--skip-check]
+    PYTHONPATH=py python3 bench/triton_h200.py [--out DIR] [--sweep] [--skip-check] [--dry-run]
 
 1. Correctness at full benchmark sizes, forward and backward, with the flash-attention bar:
    on a slice of heads, max |triton - fp64 ref| <= 2 · max |plain bf16 - fp64 ref| + slack
@@ -14,8 +14,9 @@
 3. Writes DIR/triton_h200.json (default bench/results) with GPU, driver, torch, triton, the
    exact command, the autotuned configs and every number; prints a table last.
 
-``--sweep`` first times a wider config space at N=4096 (non-causal and causal) and prints
-every config's time: how FWD_SPACE/BWD_SPACE/DQ_SPACE in flash_triton were chosen.
+``--sweep`` first runs an A/B at N=4096: tensor-descriptor (TMA) loads on and off, and the three
+dQ strategies of the backward (how flash_triton's defaults were chosen). ``--dry-run`` runs the
+whole script at tiny sizes on the CPU interpreter (to check the script, not to time anything).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def env_info():
         "triton": triton.__version__,
         "python": sys.version.split()[0],
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "PYTHONPATH=py python " + " ".join(shlex.quote(a) for a in sys.argv),
+        "command": "PYTHONPATH=py python3 " + " ".join(shlex.quote(a) for a in sys.argv),
     }
 
 
@@ -180,47 +181,38 @@ def tuned_configs():
 
 
 def sweep(log):
-    """Time a wider config space per kernel at N=4096, bf16, and both dQ strategies."""
-    wide_fwd = [(128, 64, 4, 3), (128, 64, 4, 4), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3),
-                (64, 64, 4, 4)]
-    wide_bwd = [(64, 128, 8, 2), (32, 128, 4, 3), (64, 64, 4, 3), (64, 128, 4, 2), (128, 128, 8, 2)]
-    wide_dq = [(128, 64, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3), (128, 64, 4, 3)]
-    saved = (ft._fwd_kernel.configs, ft._bwd_dkdv_kernel.configs, ft._bwd_dq_kernel.configs)
-    if not DRY_RUN:  # the interpreter keeps its one small config
-        ft._fwd_kernel.configs = [ft._config(e) for e in wide_fwd]
-        ft._bwd_dkdv_kernel.configs = [ft._config(e) for e in wide_bwd]
-        ft._bwd_dq_kernel.configs = [ft._config(e) for e in wide_dq]
+    """A/B at N=4096, bf16, with the default config spaces: tensor-descriptor (TMA) loads on and
+    off, forward and backward, and the backward's dQ strategies (how the defaults were chosen)."""
     rows = []
     n = SEQ_LENS[1]
+    saved = (ft.USE_TMA, ft.DQ_STRATEGY)
     for d, causal in ((HEAD_DIMS[0], False), (HEAD_DIMS[1], False), (HEAD_DIMS[1], True)):
         b, h = TOKENS // n, HIDDEN // d
         q, k, v, do = inputs(b, h, n, d, 7)
-        t0 = time.time()
-        o, lse = ft.forward(q, k, v, causal=causal)
-        fwd_t = {str(c): t for c, t in getattr(ft._fwd_kernel, "configs_timings", {}).items()}
-        per = {"d": d, "causal": causal, "fwd": fwd_t}
-        for strategy in ("separate", "atomic"):
-            ft.DQ_STRATEGY = strategy
-            ft.backward(q, k, v, o, lse, do, causal=causal)
-            per[f"dkdv_{strategy}"] = {str(c): t for c, t in getattr(ft._bwd_dkdv_kernel, "configs_timings", {}).items()}
-            per[f"bwd_ms_{strategy}"] = time_ms(lambda: ft.backward(q, k, v, o, lse, do, causal=causal))
-            if strategy == "separate":
-                per["dq"] = {str(c): t for c, t in getattr(ft._bwd_dq_kernel, "configs_timings", {}).items()}
-        ft.DQ_STRATEGY = "separate"
-        per["fwd_ms"] = time_ms(lambda: ft.forward(q, k, v, causal=causal))
-        per["seconds"] = time.time() - t0
-        rows.append(per)
-        log(json.dumps(per))
-    ft._fwd_kernel.configs, ft._bwd_dkdv_kernel.configs, ft._bwd_dq_kernel.configs = saved
-    for kernel in (ft._fwd_kernel, ft._bwd_dkdv_kernel, ft._bwd_dq_kernel):
-        kernel.cache.clear()
+        for tma in (False, True):
+            for strategy in ("separate", "atomic", "atomic_tma"):
+                if strategy == "atomic" and tma:
+                    continue
+                ft.USE_TMA, ft.DQ_STRATEGY = tma, strategy
+                t0 = time.time()
+                o, lse = ft.forward(q, k, v, causal=causal)
+                ft.backward(q, k, v, o, lse, do, causal=causal)
+                row = {"d": d, "causal": causal, "tma": tma, "dq_strategy": strategy,
+                       "fwd_ms": time_ms(lambda: ft.forward(q, k, v, causal=causal)),
+                       "bwd_ms": time_ms(lambda: ft.backward(q, k, v, o, lse, do, causal=causal))}
+                row["fwd_tflops"] = flops(n, d, h, b, causal, False) / (row["fwd_ms"] * 1e-3) / 1e12
+                row["bwd_tflops"] = flops(n, d, h, b, causal, True) / (row["bwd_ms"] * 1e-3) / 1e12
+                row["seconds"] = time.time() - t0
+                rows.append(row)
+                log("sweep " + json.dumps(row))
+    ft.USE_TMA, ft.DQ_STRATEGY = saved
     return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for the JSON")
-    parser.add_argument("--sweep", action="store_true", help="time a wider config space first")
+    parser.add_argument("--sweep", action="store_true", help="A/B of TMA loads and dQ strategies first")
     parser.add_argument("--skip-check", action="store_true", help="skip the correctness checks")
     parser.add_argument("--only-sweep", action="store_true", help="stop after the sweep")
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU interpreter")
@@ -239,7 +231,7 @@ def main():
     result = {"schema": 1, "env": env_info(), "dtype": "bfloat16", "tokens_per_batch": TOKENS,
               "hidden": HIDDEN, "flops": "4*N^2*d*H*B, /2 causal, x2.5 backward",
               "timing": "triton.testing.do_bench median (ms), warmup 25 ms, rep 100 ms, L2 flushed",
-              "dq_strategy": ft.DQ_STRATEGY,
+              "dq_strategy": ft.DQ_STRATEGY, "use_tma": ft.USE_TMA,
               "config_space": {"fwd": ft.FWD_SPACE, "dkdv": ft.BWD_SPACE, "dq": ft.DQ_SPACE,
                                "entry": "(BLOCK_M, BLOCK_N, num_warps, num_stages)"}}
     log(json.dumps(result["env"]))

@@ -60,7 +60,7 @@ def ref64(q, k, v, do, causal, scale=None):
 def assert_close(name, got, want, dtype, kind, plain=None, inputs=""):
     """Shape, no NaN, and the dtype's bar; the message names max |Δ|, where, and the inputs."""
     assert tuple(got.shape) == tuple(want.shape), f"{name}: shape {tuple(got.shape)} != {tuple(want.shape)}"
-    got64 = got.detach().double()
+    got64, want = got.detach().double(), want.detach()
     assert not torch.isnan(got64).any(), f"{name}: NaN in result ({inputs})"
     if dtype == torch.float32:
         atol, rtol = TOL[torch.float32][kind]

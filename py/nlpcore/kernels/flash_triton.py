@@ -73,10 +73,10 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 #                 per-element atomic adds (5 products per tile pair, FlashAttention-2's choice).
 #   "atomic_tma": the same, but each (Br, d) tile is added by the copy engine in one bulk
 #                 reduction (Hopper's cp.reduce.async.bulk; GPU only, not in the interpreter).
-DQ_STRATEGY = "separate"
+DQ_STRATEGY = "atomic_tma"  # falls back to "separate" where the copy engine is unavailable
 # Load and store whole tiles through tensor descriptors (the copy engine, TMA, on Hopper and
 # later; plain loads elsewhere). Also runs under the interpreter.
-USE_TMA = False
+USE_TMA = True
 # Ask Triton to warp-specialise the forward's unmasked key loop (producer and consumer warps).
 WARP_SPEC = False
 
@@ -100,8 +100,8 @@ def _set_block_shapes(nargs):
     """Config pre-hook: descriptor block shapes follow the config's BLOCK_M/BLOCK_N; an atomic
     dQ buffer is zeroed before every launch (autotuning launches the kernel several times)."""
     d = nargs["HEAD_DIM"]
-    for name, rows in (("Q", "BLOCK_M"), ("O", "BLOCK_M"), ("K", "BLOCK_N"), ("V", "BLOCK_N"),
-                       ("DQ", "BLOCK_M")):
+    for name, rows in (("Q", "BLOCK_M"), ("O", "BLOCK_M"), ("DO", "BLOCK_M"), ("DQ", "BLOCK_M"),
+                       ("K", "BLOCK_N"), ("V", "BLOCK_N"), ("DK", "BLOCK_N"), ("DV", "BLOCK_N")):
         t = nargs.get(name)
         if hasattr(t, "block_shape"):
             t.block_shape = [1, nargs[rows], d]
@@ -120,8 +120,8 @@ def _set_block_shapes(nargs):
 # memory. The entries come from a sweep on an H200 (bench/TRITON.md). Under the interpreter one
 # small config is used, chosen so that the test sizes cover several blocks, ragged ends and the
 # causal diagonal.
-FWD_SPACE = [(128, 64, 4, 3), (128, 128, 8, 2), (128, 64, 8, 3)]
-BWD_SPACE = [(64, 128, 8, 2), (32, 128, 4, 3), (64, 64, 4, 3)]  # dK/dV: BLOCK_N keys resident
+FWD_SPACE = [(128, 128, 8, 3), (128, 64, 8, 3), (128, 64, 4, 4)]
+BWD_SPACE = [(64, 128, 8, 3), (64, 64, 4, 3), (64, 128, 8, 2)]  # dK/dV: BLOCK_N keys resident
 DQ_SPACE = [(128, 64, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3)]  # dQ: BLOCK_M queries resident
 FP32_FWD, FP32_BWD, FP32_DQ = (64, 32, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2)
 INTERPRET_FWD, INTERPRET_BWD, INTERPRET_DQ = (32, 16, 4, 1), (16, 32, 4, 1), (32, 16, 4, 1)
@@ -283,22 +283,26 @@ def _bwd_dkdv_inner(
     Q, DO, DQ, LSE, DELTA, stride_n,  # per-(b, h) bases; Q, dO, dQ share strides (contiguous)
     pid_bh, offs_n, offs_m0, offs_d, lo, hi, n_q, n_k, sm_scale, qk_scale,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
+    ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr,
 ):
     """Accumulate dK, dV of one key block over query blocks [lo, hi), working in transposed
     form (keys along rows) so the products land directly in dK, dV's layout."""
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + offs_m0  # (Br,) query rows
         ptrs = offs_m[:, None] * stride_n + offs_d[None, :]  # (Br, d)
-        if MASKED:
-            row_ok = offs_m < n_q
-            q = tl.load(Q + ptrs, mask=row_ok[:, None], other=0.0)
-            do = tl.load(DO + ptrs, mask=row_ok[:, None], other=0.0)
-            lse2 = tl.load(LSE + offs_m, mask=row_ok, other=0.0) * LOG2E
-            delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
+        if USE_TMA:  # the copy engine fills rows past this head's end with zeros
+            q = Q.load([pid_bh, start_m, 0]).reshape(BLOCK_M, HEAD_DIM)
+            do = DO.load([pid_bh, start_m, 0]).reshape(BLOCK_M, HEAD_DIM)
+        elif MASKED:
+            q = tl.load(Q + ptrs, mask=(offs_m < n_q)[:, None], other=0.0)
+            do = tl.load(DO + ptrs, mask=(offs_m < n_q)[:, None], other=0.0)
         else:
             q = tl.load(Q + ptrs)
             do = tl.load(DO + ptrs)
+        if MASKED:
+            lse2 = tl.load(LSE + offs_m, mask=offs_m < n_q, other=0.0) * LOG2E
+            delta = tl.load(DELTA + offs_m, mask=offs_m < n_q, other=0.0)
+        else:
             lse2 = tl.load(LSE + offs_m) * LOG2E
             delta = tl.load(DELTA + offs_m)
         s_t = tl.dot(k, tl.trans(q), input_precision=PRECISION) * qk_scale  # (Bc, Br) = Sᵀ, log2
@@ -321,30 +325,24 @@ def _bwd_dkdv_inner(
     return dk, dv
 
 
-@triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ"], prune_configs_by=BWD_PRUNE)
+@triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ", "USE_TMA"], prune_configs_by=BWD_PRUNE)
 @triton.jit
 def _bwd_dkdv_kernel(
-    # pointers, all contiguous: Q, dO (B, H, Nq, d); K, V, dK, dV (B, H, Nk, d);
-    # LSE, DELTA (B, H, Nq) fp32; DQ (B, H, Nq, d) fp32, used only when ATOMIC_DQ > 0
-    # (a pointer for 1, a tensor descriptor over (B·H, Nq, d) for 2)
+    # all contiguous: Q, dO (B, H, Nq, d); K, V, dK, dV (B, H, Nk, d): pointers, or with USE_TMA
+    # tensor descriptors over the (B·H, N, d) views; LSE, DELTA (B, H, Nq) fp32 pointers;
+    # DQ (B, H, Nq, d) fp32, used only when ATOMIC_DQ > 0: a pointer for 1, a descriptor for 2
     Q, K, V, DO, LSE, DELTA, DK, DV, DQ,
     # sizes and scales
     n_q, n_k, sm_scale, qk_scale,
     # meta-parameters
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    ATOMIC_DQ: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     pid_n = tl.program_id(0)
     pid_desc = tl.program_id(1)  # int32, a descriptor coordinate
     pid_bh = pid_desc.to(tl.int64)
-    Q += pid_bh * n_q * HEAD_DIM
-    DO += pid_bh * n_q * HEAD_DIM
     if ATOMIC_DQ == 1:
         DQ += pid_bh * n_q * HEAD_DIM
-    K += pid_bh * n_k * HEAD_DIM
-    V += pid_bh * n_k * HEAD_DIM
-    DK += pid_bh * n_k * HEAD_DIM
-    DV += pid_bh * n_k * HEAD_DIM
     LSE += pid_bh * n_q
     DELTA += pid_bh * n_q
 
@@ -354,8 +352,18 @@ def _bwd_dkdv_kernel(
     offs_d = tl.arange(0, HEAD_DIM)
     kv_ptrs = offs_n[:, None] * HEAD_DIM + offs_d[None, :]  # (Bc, d)
     key_ok = offs_n[:, None] < n_k
-    k = tl.load(K + kv_ptrs, mask=key_ok, other=0.0)
-    v = tl.load(V + kv_ptrs, mask=key_ok, other=0.0)
+    if USE_TMA:
+        k = K.load([pid_desc, n0, 0]).reshape(BLOCK_N, HEAD_DIM)
+        v = V.load([pid_desc, n0, 0]).reshape(BLOCK_N, HEAD_DIM)
+    else:
+        Q += pid_bh * n_q * HEAD_DIM
+        DO += pid_bh * n_q * HEAD_DIM
+        K += pid_bh * n_k * HEAD_DIM
+        V += pid_bh * n_k * HEAD_DIM
+        DK += pid_bh * n_k * HEAD_DIM
+        DV += pid_bh * n_k * HEAD_DIM
+        k = tl.load(K + kv_ptrs, mask=key_ok, other=0.0)
+        v = tl.load(V + kv_ptrs, mask=key_ok, other=0.0)
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
 
@@ -371,16 +379,20 @@ def _bwd_dkdv_kernel(
     b_end = tl.maximum(a_end, n_q_full)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, lo, a_end, n_q, n_k, sm_scale, qk_scale,
-                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM)
+                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, a_end, b_end, n_q, n_k, sm_scale, qk_scale,
-                             False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM)
+                             False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, b_end, n_q, n_q, n_k, sm_scale, qk_scale,
-                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM)
+                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA)
 
-    tl.store(DK + kv_ptrs, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
-    tl.store(DV + kv_ptrs, dv.to(DV.dtype.element_ty), mask=key_ok)
+    if USE_TMA:  # rows past this head's end are not written
+        DK.store([pid_desc, n0, 0], (dk * sm_scale).to(DK.dtype).reshape(1, BLOCK_N, HEAD_DIM))
+        DV.store([pid_desc, n0, 0], dv.to(DV.dtype).reshape(1, BLOCK_N, HEAD_DIM))
+    else:
+        tl.store(DK + kv_ptrs, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
+        tl.store(DV + kv_ptrs, dv.to(DV.dtype.element_ty), mask=key_ok)
 
 
 @triton.jit
@@ -589,7 +601,7 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
 
     atomic = {"separate": 0, "atomic": 1, "atomic_tma": 2}[DQ_STRATEGY]
     if atomic == 2 and (INTERPRET or torch.cuda.get_device_capability(q.device)[0] < 9):
-        atomic = 1  # bulk reductions need the copy engine: Hopper or later, not the interpreter
+        atomic = 0  # bulk reductions need the copy engine: Hopper or later, not the interpreter
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
     dq_acc = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
@@ -598,10 +610,14 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
     def grid_kv(meta):
         return (triton.cdiv(n_k, meta["BLOCK_N"]), b * h)
 
+    use_tma = _use_tma(q)
+    tensors = (q, k, v, do, lse, delta, dk, dv)
+    if use_tma:  # block shapes are set per config by _set_block_shapes
+        tensors = tuple(t if t.dim() == 3 else _descriptor(t) for t in tensors)
     _bwd_dkdv_kernel[grid_kv](
-        q, k, v, do, lse, delta, dk, dv, _descriptor(dq_acc) if atomic == 2 else dq_acc,
+        *tensors, _descriptor(dq_acc) if atomic == 2 else dq_acc,
         n_q, n_k, scale, scale * LOG2E.value,
-        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, ATOMIC_DQ=atomic,
+        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, ATOMIC_DQ=atomic, USE_TMA=use_tma,
     )
     if atomic:
         return dq_acc.to(q.dtype), dk, dv
