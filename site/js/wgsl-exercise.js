@@ -75,20 +75,42 @@ function editorCm() {
   return wrapper ? wrapper.CodeMirror : null;
 }
 
-async function setUpEditor() {
-  const cm = editorCm();
-  if (!cm || !window.CodeMirror) return "the editor is a plain text box, so there is no WGSL highlighting";
-  if (!window.CodeMirror.defineSimpleMode) {
+/* Defines the "wgsl" mode; exercise.js imports this module before it creates the editor with
+ * the exercise's extra.language, so the mode exists by then (this module awaits it). */
+async function defineMode() {
+  const CM = window.CodeMirror;
+  if (!CM) return "CodeMirror did not load";
+  if (!CM.defineSimpleMode) {
     await loadScript(new URL("../vendor/codemirror/addon/mode/simple.js", import.meta.url).href);
   }
-  window.CodeMirror.defineSimpleMode("wgsl", WGSL_MODE);
+  CM.defineSimpleMode("wgsl", WGSL_MODE);
+  return null;
+}
+
+function configureEditor(cm) {
   cm.setOption("mode", "wgsl");
   cm.setOption("indentUnit", 2);
   cm.setOption("tabSize", 2);
   cm.setOption("lineWrapping", true);  // the shaders' header comments are wide
   cm.setOption("extraKeys", {Tab: (editor) => editor.replaceSelection("  ")});
   cm.on("change", () => clearMarks());
-  return null;
+  cm.refresh();
+}
+
+function whenEditorReady(callback) {
+  const cm = editorCm();
+  if (cm) {
+    callback(cm);
+    return;
+  }
+  const observer = new MutationObserver(() => {
+    const created = editorCm();
+    if (created) {
+      observer.disconnect();
+      callback(created);
+    }
+  });
+  observer.observe($("editor-host"), {childList: true, subtree: true});
 }
 
 const marks = [];
@@ -118,6 +140,8 @@ function markMessages(messages) {
                               text: `line ${m.lineNum}:${m.linePos} ${m.message}`});
     marks.push(cm.addLineWidget(line, widget));
   }
+  const first = messages.find((m) => m.type === "error" && m.lineNum);
+  if (first) cm.scrollIntoView({line: first.lineNum - 1, ch: 0}, 80);
 }
 
 /* ---- side panel ----------------------------------------------------------------------------- */
@@ -145,11 +169,6 @@ function buildPanel() {
   const wrap = el("div", {class: "wgsl-workspace"});
   host.parentNode.insertBefore(wrap, host);
   wrap.append(host, aside);
-  const label = document.querySelector('label[for="editor-host"]');
-  if (label) {
-    label.textContent = "Your shader (WGSL) — compiled and run on this page's GPU through " +
-        "navigator.gpu; Python (Pyodide) checks it against the CPU mirror.";
-  }
   const cm = editorCm();
   if (cm) cm.refresh();
 }
@@ -373,12 +392,12 @@ addStyles();
 buildPanel();
 registerCheckRunner("webgpu", runJob);
 gpu().catch(() => {});  // says in the panel which adapter runs the checks, or why none can
-setUpEditor().then((problem) => {
-  if (problem) setGpuStatus($("wgsl-gpu").dataset.state, `${$("wgsl-gpu").textContent} (${problem})`);
-}, (error) => {
+try {
+  const problem = await defineMode();
+  if (problem) throw new Error(problem);
+} catch (error) {
   const box = $("editor-notice");
-  if (box) {
-    box.hidden = false;
-    box.textContent = `WGSL highlighting is unavailable: ${error.message}.`;
-  }
-});
+  box.hidden = false;
+  box.textContent = `WGSL highlighting is unavailable: ${error.message}.`;
+}
+whenEditorReady(configureEditor);

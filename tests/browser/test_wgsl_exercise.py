@@ -56,7 +56,9 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
         assert 0 < used <= tiling.WEBGPU_DEFAULT_STORAGE
         assert page.get_attribute("[data-testid=compile-messages]", "data-state") == "ok"
         page.wait_for_selector("[data-testid=timing][data-state=ready]")
-        assert page.locator("[data-testid=timing] tbody tr").count() == 1
+        yours = page.inner_text("[data-testid=timing] [data-testid=time-yours]")
+        reference = page.inner_text("[data-testid=timing] [data-testid=time-reference]")
+        assert yours.endswith(" ms") and float(yours[:-3]) > 0 and float(reference[:-3]) > 0
     page.screenshot(path="/tmp/wgsl-exercise-harden.png", full_page=True)
 
     # A compile error: listed with its line and column, marked in the editor, checks in error.
