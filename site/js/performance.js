@@ -43,9 +43,19 @@ async function loadResult(path, files) {
     const response = await fetch(path);
     if (response.status === 404) return {missing: true};
     if (!response.ok) return {error: `HTTP ${response.status} for ${path}`};
-    return {data: await response.json()};
+    return {data: parseLenient(await response.text())};
   } catch (error) {
     return {error: `${path} could not be read: ${error.message}`};
+  }
+}
+
+/* JSON, tolerating the bare Infinity / NaN that Python's json module writes for float("inf")
+ * (JSON has no such tokens): they are read as null, i.e. "no number". */
+function parseLenient(text) {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    return JSON.parse(text.replace(/(?<=[\[:,]\s*)-?(?:Infinity|NaN)(?=\s*[\],}])/g, "null"));
   }
 }
 

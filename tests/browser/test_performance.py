@@ -1,0 +1,93 @@
+"""The performance page draws the recorded results; the browser benchmarks run at tiny sizes.
+
+Correctness only: nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SECTIONS = {"numpy": ["chart-numpy-time", "chart-numpy-memory"],
+            "webgpu": ["chart-webgpu-time", "chart-webgpu-speedup"],
+            "io": ["chart-io-n", "chart-io-m"],
+            "readiness": ["chart-readiness"],
+            "triton": ["chart-triton-fwd", "chart-triton-bwd"]}
+
+
+@pytest.fixture(scope="module")
+def bench_modules():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import page_bench
+        import page_readiness
+
+        yield page_bench, page_readiness
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_performance_page_plots_what_was_recorded(page, site_url, lab_dist):
+    page.goto(site_url + "performance.html")
+    page.wait_for_function("[...document.querySelectorAll('[data-testid^=\"section-\"]')]"
+                           ".every((s) => s.dataset.status !== 'loading')", timeout=30_000)
+    assert page.evaluate("typeof window.Chart") == "function", "the vendored Chart.js did not load"
+    for name, canvases in SECTIONS.items():
+        status = page.get_attribute('[data-testid="section-{}"]'.format(name), "data-status")
+        recorded = (lab_dist / "bench" / "results").glob("*.json")
+        files = {p.name for p in recorded}
+        expected = {"numpy": "numpy_attention.json", "webgpu": "webgpu_attention.json", "io": "io_claim.json",
+                    "readiness": "page_readiness.json", "triton": "triton_h200.json"}[name]
+        if expected not in files:
+            assert status == "not-recorded", name
+            assert "Not yet recorded" in page.inner_text("#" + name)
+            continue
+        assert status == "recorded", "{}: {}".format(name, page.inner_text("#" + name)[:500])
+        for canvas in canvases:
+            series = page.evaluate(
+                "(id) => { const c = window.Chart.getChart(document.getElementById(id)); "
+                "return c ? c.data.datasets.filter((d) => d.data.some((v) => v !== null)).length : 0; }", canvas)
+            assert series >= 1, "{} has no plotted series".format(canvas)
+    rows = page.locator('[data-testid="perf-targets"] tbody tr')
+    assert rows.count() >= 1
+    statuses = [rows.nth(i).get_attribute("data-status") for i in range(rows.count())]
+    assert set(statuses) <= {"met", "missed", "not-measured"}
+    # Every miss is stated with what limits it.
+    misses = page.locator('[data-testid="perf-misses"]')
+    if "missed" in statuses:
+        assert misses.is_visible()
+        assert page.locator("#misses-list li").count() == statuses.count("missed") + statuses.count("not-measured")
+
+
+def test_bench_page_states_its_adapter(page, site_url):
+    page.goto(site_url + "bench.html")
+    page.wait_for_function("document.getElementById('status').dataset.status !== 'starting'", timeout=30_000)
+    assert page.get_attribute('[data-testid="bench-status"]', "data-status") == "ready"
+    assert "swiftshader" in page.inner_text('[data-testid="bench-adapter"]').lower()
+
+
+def test_page_bench_runs_and_checks_shader_outputs(bench_modules, lab_dist):
+    page_bench, _ = bench_modules
+    engine = page_bench.run_chromium([64, 100], dist=str(lab_dist), repeats_for=lambda n: 1, log=lambda *a: None)
+    assert "error" not in engine, engine.get("error")
+    assert {(r["n"], r["kernel"]) for r in engine["rows"]} == {(n, k) for n in (64, 100) for k in ("tiled", "naive")}
+    for r in engine["rows"]:
+        assert r["valid"], r
+        assert r["ms"] > 0 and r["max_abs_err_o"] < 1e-4
+    assert not engine.get("offsite_requests")
+
+
+def test_page_readiness_measures_one_load(bench_modules, lab_dist):
+    _, page_readiness = bench_modules
+    record = page_readiness.run(1, dist=str(lab_dist))
+    (trial,) = record["trials"]
+    assert trial["ready_ms"] and trial["ready_ms"] > 0
+    assert trial["first_result_ms"] >= trial["ready_ms"]
+    assert trial["first_status"] in ("match", "mismatch", "error", "no-webgpu")
+    assert trial["rerun_ms"] and trial["rerun_ms"] > 0
+    assert [m["value"] for m in trial["stages"]][-1] == "ready"
+    assert not trial["page_errors"] and not trial["offsite_requests"]
+    assert {t["name"] for t in record["targets"]} and record["summary"]["ready_ms"] == trial["ready_ms"]
