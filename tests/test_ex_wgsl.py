@@ -168,6 +168,18 @@ def wgpu_device():
         pytest.fail("wgpu-py with a Vulkan driver is required: %s" % err)
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in
+                                       (ex_wgsl.pathlib.Path(__file__).resolve().parents[1]
+                                        / "wgsl" / "exercises").glob("*.wgsl")))
+def test_every_exercise_shader_compiles_with_naga(wgpu_device, name):
+    """Starters included: the learner's first run must not be a compile error. (Tint, the
+    browser's compiler, is checked on the starters by the browser test.)"""
+    from nlpcore.kernels import flash_wgpu
+
+    info = flash_wgpu.device().create_shader_module(code=text("exercises/" + name)).get_compilation_info()
+    assert not [m for m in info if getattr(m, "type", "error") == "error"], info
+
+
 def test_scratch_solution_passes(wgpu_device):
     results = run_step("scratch", text("exercises/scratch_solution.wgsl"))
     assert set(results) == SCRATCH_GPU | PYTHON_CHECKS

@@ -20,6 +20,7 @@ import {registerCheckRunner} from "./exercise.js";
 import {openGpu, runSpec} from "./gpu.js";
 
 const TIMING_REPEATS = 3;
+const GPU_TIME_LIMIT_MS = 30000;  // a shader that loops forever never finishes its dispatch
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs = {}, ...children) {
@@ -331,6 +332,16 @@ function startRun(code) {
   renderTiming();
 }
 
+function withinTimeLimit(promise) {
+  let timer;
+  const limit = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(
+        `the GPU did not finish within ${GPU_TIME_LIMIT_MS / 1000} s (an endless loop in your ` +
+        "shader?); reload the page if the GPU stays busy")), GPU_TIME_LIMIT_MS);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
 async function runJob(job) {
   const meta = job.meta || {};
   startRun(job.code);
@@ -352,7 +363,7 @@ async function runJob(job) {
     throw new Error("WGSL compilation failed: " +
                     errors.map((m) => `line ${m.lineNum}:${m.linePos} ${m.message}`).join("; "));
   }
-  const {outputs} = await runSpec(g, job);
+  const {outputs} = await withinTimeLimit(runSpec(g, job));
   if (meta.reference) {
     const ref = meta.reference;
     const refSpec = {...job, code: undefined, shader: ref.shader, constants: ref.constants,

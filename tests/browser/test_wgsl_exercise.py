@@ -4,7 +4,7 @@ compiled and run through navigator.gpu and checked in Pyodide against the CPU mi
 One page does the whole ladder (Pyodide boots once): both reference solutions pass every check
 and the progress shows on index.html; a compile error is listed and marked with its line; an
 over-budget shader is refused with its byte count; a planted bug (no ragged-tile guard) fails the
-ragged checks only. A second page without navigator.gpu says why and still runs the checks
+ragged checks only; a barrier in non-uniform control flow does not compile. A second page without navigator.gpu says why and still runs the checks
 that need no GPU.
 """
 from __future__ import annotations
@@ -16,6 +16,11 @@ EX = exercise("wgsl")
 RESULTS_DONE = ("() => ['done', 'error'].includes("
                 "document.querySelector('[data-testid=results]').dataset.state)")
 PYTHON_CHECKS = {"interface", "budget", "mirror"}
+COMPILE = """async (code) => {
+  const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+  const info = await device.createShaderModule({code}).getCompilationInfo();
+  return info.messages.map((m) => ({type: m.type, message: m.message, line: m.lineNum}));
+}"""
 SET_CODE = "code => document.querySelector('.CodeMirror').CodeMirror.setValue(code)"
 
 
@@ -41,6 +46,11 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     assert page.evaluate("document.querySelector('.CodeMirror').CodeMirror.getOption('mode')") == "wgsl"
     page.wait_for_selector("[data-testid=gpu-status][data-state=ready]")
     assert "swiftshader" in page.inner_text("[data-testid=gpu-status]").lower()
+
+    # The starters compile in Tint (a learner's first run is never a compile error).
+    for step in EX.steps:
+        messages = page.evaluate(COMPILE, step.starter)
+        assert not [m for m in messages if m["type"] == "error"], (step.id, messages)
 
     # Scratch, then Harden, with the reference solutions: every check passes.
     for step in EX.steps:
@@ -76,6 +86,15 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     assert page.locator(".CodeMirror .wgsl-error-line").count() >= 1
     assert f"line {bad_line}:" in page.inner_text("[data-testid=compile-error-widget]")
     page.screenshot(path="/tmp/wgsl-exercise-compile-error.png", full_page=True)
+
+    # A barrier in non-uniform control flow: Tint refuses to compile it (naga may not).
+    source = ex_wgsl.wgsl_text("exercises/bug_nonuniform_barrier.wgsl")
+    barrier_line = source.split("\n").index("      workgroupBarrier();                  "
+                                             "// only the invocations that own a row wait: not allowed") + 1
+    page.evaluate(SET_CODE, source)
+    statuses = run_checks(page)
+    assert statuses["causal"] == "error" and "uniform" in message(page, "causal")
+    assert page.locator(f"[data-testid=compile-messages] li[data-line='{barrier_line}']").count() >= 1
 
     # Over budget: refused before any pipeline, with the bytes needed and a plan that fits.
     page.evaluate(SET_CODE, ex_wgsl.wgsl_text("exercises/over_budget.wgsl"))
