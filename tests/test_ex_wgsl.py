@@ -9,6 +9,7 @@ Tint, which tests/browser/test_wgsl_exercise.py covers).
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -136,6 +137,22 @@ def test_learner_tile_plan_from_override_defaults():
     assert job["constants"]["BR"] == 8 and job["constants"]["BC"] == 16
     assert job["meta"]["n_q"] % 16 == 0 and job["workgroups"][0] == job["meta"]["n_q"] // 8
     assert job["code"] == source and job["shader"] == "your-shader.wgsl"
+
+
+def test_awkward_learner_plans_are_handled_quickly():
+    """Tiles whose lcm is huge are refused with a reason; tiny tiles still grade fast (the
+    mirror falls back to the host's tiles beyond MAX_MIRROR_STEPS)."""
+    source = text("flash_fwd.wgsl").replace("override BR: u32;", "override BR: u32 = 63u;") \
+                                   .replace("override BC: u32;", "override BC: u32 = 16u;")
+    checks = {c["id"]: c for c in grade(EX, "scratch", source)["checks"]}
+    assert checks["large-scores"]["status"] == "fail"  # d = 16: fits the budget, but
+    assert "lcm(BR, BC) = 1008" in checks["large-scores"]["message"]
+    source = text("flash_fwd.wgsl").replace("override BR: u32;", "override BR: u32 = 1u;") \
+                                   .replace("override BC: u32;", "override BC: u32 = 1u;")
+    start = time.process_time()
+    out = grade(EX, "harden", source)
+    assert time.process_time() - start < 5
+    assert [c["status"] for c in out["checks"]].count("pending") == len(HARDEN_GPU)
 
 
 def test_export_has_wgsl_steps():
