@@ -330,6 +330,10 @@ function startRun(code) {
   panel.timings.clear();
   renderLayout();
   renderTiming();
+  const list = $("wgsl-messages");
+  list.dataset.state = "none";
+  list.replaceChildren(el("li", {class: "small", text: "Not compiled: no check of this shader " +
+                                                       "has reached the GPU yet."}));
 }
 
 function withinTimeLimit(promise) {

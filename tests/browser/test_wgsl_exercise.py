@@ -103,7 +103,9 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     need = tiling.bytes_needed(64, 64, 32, 32, 4)
     assert f"needs {need} bytes" in message(page, "ragged") and "a plan that fits" in message(page, "ragged")
     assert page.get_attribute("[data-testid=tile-bytes]", "data-over") == "1"
+    assert page.get_attribute("[data-testid=compile-messages]", "data-state") == "none"
     assert int(page.get_attribute("[data-testid=tile-bytes]", "data-bytes")) > tiling.WEBGPU_DEFAULT_STORAGE
+    page.screenshot(path="/tmp/wgsl-exercise-over-budget.png", full_page=True)
 
     # A planted bug: without the ragged-tile guard exactly the ragged cases fail.
     page.evaluate(SET_CODE, ex_wgsl.wgsl_text("exercises/bug_no_ragged_guard.wgsl"))
