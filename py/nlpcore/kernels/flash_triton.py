@@ -610,7 +610,9 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
     def grid_kv(meta):
         return (triton.cdiv(n_k, meta["BLOCK_N"]), b * h)
 
-    use_tma = _use_tma(q)
+    # Tensor-descriptor loads pay in dK/dV only for d <= 64 (H200 A/B, bench/TRITON.md: at
+    # d = 128 they cost 10% there, while the bulk dQ reduction still pays).
+    use_tma = _use_tma(q) and d <= 64
     tensors = (q, k, v, do, lse, delta, dk, dv)
     if use_tma:  # block shapes are set per config by _set_block_shapes
         tensors = tuple(t if t.dim() == 3 else _descriptor(t) for t in tensors)
