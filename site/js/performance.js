@@ -220,10 +220,15 @@ function numpySlopes(record, shape) {
   return out;
 }
 
+/* "1" -> "one head", "1x8" -> "(B, H) = (1, 8)". */
+function shapeLabel(shape) {
+  return shape === "1" ? "one head" : `(B, H) = (${shape.split("x").join(", ")})`;
+}
+
 function drawNumpy(record, shape) {
   const cases = record.cases.filter((c) => c.shape === shape && !c.skipped);
   const slopes = numpySlopes(record, shape);
-  const sets = (field, slopeKey) => {
+  const sets = (field, slopeKey, tailKey) => {
     const datasets = [];
     for (const kernel of ["naive", "flash"]) {
       for (const pass of ["forward", "backward"]) {
@@ -231,7 +236,9 @@ function drawNumpy(record, shape) {
             .sort((a, b) => a.n - b.n).map((c) => ({x: c.n, y: c[field]}));
         if (!points.length) continue;
         const e = slopes[`${kernel} ${pass}`];
-        const slope = e && e[slopeKey] !== null && e[slopeKey] !== undefined ? `, slope ${e[slopeKey].toFixed(2)}` : "";
+        const has = (key) => e && key && e[key] !== null && e[key] !== undefined;
+        let slope = has(slopeKey) ? `, slope ${e[slopeKey].toFixed(2)}` : "";
+        if (has(tailKey)) slope += ` (${e[tailKey].toFixed(2)} for N ≥ 4k)`;
         datasets.push(lineSet(`${kernel} ${pass}${slope}`, points, COLORS[kernel],
                               {borderDash: pass === "backward" ? [6, 4] : [],
                                pointStyle: pass === "backward" ? "rect" : "circle"}));
@@ -241,8 +248,8 @@ function drawNumpy(record, shape) {
   };
   draw("chart-numpy-time", logLogConfig(sets("time_s", "time_slope"), powerOfTwoTicks, "seconds",
        (v) => seconds(v), (ctx) => `${ctx.dataset.label.split(",")[0]}: ${seconds(ctx.parsed.y)} at N = ${ctx.parsed.x}`));
-  draw("chart-numpy-memory", logLogConfig(sets("peak_bytes", "memory_slope"), powerOfTwoTicks, "peak extra memory",
-       (v) => mib(v), (ctx) => `${ctx.dataset.label.split(",")[0]}: ${mib(ctx.parsed.y)} at N = ${ctx.parsed.x}`));
+  draw("chart-numpy-memory", logLogConfig(sets("peak_bytes", "memory_slope", "memory_slope_n_ge_4096"), powerOfTwoTicks,
+       "peak extra memory (bytes)", (v) => bytes(v), (ctx) => `${ctx.dataset.label.split(",")[0]}: ${mib(ctx.parsed.y)} at N = ${ctx.parsed.x}`));
 }
 
 function showNumpy(record) {
@@ -251,21 +258,28 @@ function showNumpy(record) {
   for (const shape of record.parameters.shapes) {
     const option = document.createElement("option");
     option.value = shape;
-    option.textContent = meaning[shape] || shape;
+    option.textContent = meaning[shape] || shapeLabel(shape);
     select.appendChild(option);
   }
   select.addEventListener("change", () => drawNumpy(record, select.value));
   drawNumpy(record, select.value);
 
   const body = $("numpy-ratios");
+  const byKey = new Map();
   for (const r of record.ratios) {
-    row(body, [meaning[r.shape] ? meaning[r.shape].split(",")[0] : r.shape, String(r.n), r.pass,
-               `${fmt(r.time_flash_over_naive)}×`, `${fmt(r.memory_naive_over_flash, 4)}×`]);
+    const key = `${r.shape} ${r.n}`;
+    if (!byKey.has(key)) byKey.set(key, {shape: r.shape, n: r.n});
+    byKey.get(key)[r.pass] = r;
+  }
+  for (const {shape, n, forward, backward} of byKey.values()) {
+    const time = (r) => (r ? `${fmt(r.time_flash_over_naive)}×` : "—");
+    const memory = (r) => (r ? `${fmt(r.memory_naive_over_flash)}×` : "—");
+    row(body, [shapeLabel(shape), String(n), time(forward), time(backward), memory(forward), memory(backward)]);
   }
   const skipped = record.cases.filter((c) => c.skipped && c.pass === "forward");
   const p = record.parameters;
   const notes = [`Tiles Br × Bc = ${p.block_q} × ${p.block_k}; ${p.memory}.`];
-  for (const c of skipped) notes.push(`Naive skipped for ${meaning[c.shape] || c.shape}, N = ${c.n}: ${c.skipped}.`);
+  for (const c of skipped) notes.push(`Naive skipped for ${shapeLabel(c.shape)}, N = ${c.n}: ${c.skipped}.`);
   if (record.block_sweep && record.block_sweep.length) {
     notes.push("Tile sweep at N = 4096, one head: " + record.block_sweep.map(
         (b) => `${b.block_q}×${b.block_k}: fwd ${seconds(b.forward_s)}, bwd ${seconds(b.backward_s)}`).join("; ") + ".");
@@ -305,6 +319,12 @@ function showWebgpu(record) {
             rows.filter((r) => !r.valid).map((r) => r.n).join(", ")} (max |Δo| up to ${
             fmt(Math.max(...rows.filter((r) => !r.valid).map((r) => r.max_abs_err_o)))}); not counted as a speed-up.`);
       }
+    }
+    const probe = engine.loop_probe;
+    if (probe && probe.capped) {
+      notes.push(`${engine.engine}: a probe shader that loops 50 000 + 50 000 + 300×300 times wrote ${
+          probe.got.join(", ")} instead of ${probe.expected.join(", ")}: this driver stops each invocation after about ${
+          probe.total_iterations_executed} loop iterations in total, which cuts long per-invocation loops short.`);
     }
     const bySize = Object.fromEntries((engine.speedups || []).map((s) => [s.n, s.naive_over_tiled]));
     speedSets.push({label: `${engine.engine} (${engine.adapter}, ${engine.timing})`,
