@@ -157,19 +157,17 @@ function buildPanel() {
     el("p", {id: "wgsl-gpu", class: "small", "data-testid": "gpu-status", "data-state": "checking",
              text: "Looking for a WebGPU adapter…"}),
     el("h4", {text: "Workgroup memory of your plan"}),
-    el("div", {id: "wgsl-layout", "data-testid": "wgsl-layout"},
-       el("p", {class: "small", text: "Run the checks: each case's tile plan (BR, BC from your " +
-                                      "overrides or the host's plan) and its bytes appear here."})),
+    el("div", {id: "wgsl-layout", "data-testid": "wgsl-layout"}),
     el("h4", {text: "Compiler messages"}),
     el("ul", {id: "wgsl-messages", class: "wgsl-messages", "data-testid": "compile-messages",
               "data-state": "none"}, el("li", {class: "small", text: "Not compiled yet."})),
     el("h4", {text: "Time on this adapter"}),
-    el("div", {id: "wgsl-timing", "data-testid": "timing", "data-state": "idle"},
-       el("p", {class: "small", text: "Measured when the timing cases run: your kernel and the " +
-                                      "lab's wgsl/flash_fwd.wgsl on the same inputs."})));
+    el("div", {id: "wgsl-timing", "data-testid": "timing", "data-state": "idle"}));
   const wrap = el("div", {class: "wgsl-workspace"});
   host.parentNode.insertBefore(wrap, host);
   wrap.append(host, aside);
+  renderLayout();
+  renderTiming();
   const cm = editorCm();
   if (cm) cm.refresh();
 }
@@ -183,7 +181,12 @@ function setGpuStatus(state, text) {
 function renderLayout() {
   const box = $("wgsl-layout");
   box.replaceChildren();
-  if (!panel.layouts.size) return;
+  if (!panel.layouts.size) {
+    box.append(el("p", {class: "small", text: "Run the checks: each case's tile plan (BR, BC from " +
+                                              "your overrides or the host's plan) and its bytes " +
+                                              "appear here."}));
+    return;
+  }
   let worst = null;
   for (const entry of panel.layouts.values()) {
     if (!worst || entry.layout.bytes_used > worst.layout.bytes_used) worst = entry;
@@ -253,7 +256,11 @@ function renderTiming() {
   const box = $("wgsl-timing");
   box.replaceChildren();
   box.dataset.state = "idle";
-  if (!panel.timings.size) return;
+  if (!panel.timings.size) {
+    box.append(el("p", {class: "small", text: "Measured when a timing case runs: your kernel and " +
+                                              "the lab's wgsl/flash_fwd.wgsl on the same inputs."}));
+    return;
+  }
   box.dataset.state = "ready";
   for (const t of panel.timings.values()) {
     const table = el("table", {class: "wgsl-table", "data-case": t.caseId},

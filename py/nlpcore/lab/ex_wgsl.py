@@ -38,13 +38,13 @@ import numpy as np
 
 from ..kernels import flash_wgsl_mirror as mirror
 from ..kernels import reference, tiling
-from .framework import Check, CheckFailed, Exercise, Step, assert_close, shapes_of
+from .framework import TOLERANCES, Check, CheckFailed, Exercise, Step, assert_close, shapes_of
 
 STORAGE_LIMIT = tiling.WEBGPU_DEFAULT_STORAGE  # bytes; the page's device has the default limits
 HOST_WG = 64                                   # invocations per workgroup unless the shader says
 MAX_INVOCATIONS = tiling.WEBGPU_DEFAULT_INVOCATIONS
-TOLERANCE = {"atol": 2e-5, "rtol": 2e-4}       # float32 GPU vs float32 mirror, as framework's
-                                               # float32 row: sums in a different order
+TOLERANCE = dict(TOLERANCES["float32"])       # GPU vs mirror, both float32: the same sums,
+                                               # possibly added in another order
 
 # The interface every learner shader keeps (names and bindings of wgsl/flash_fwd.wgsl).
 BINDINGS = (
