@@ -66,7 +66,8 @@ function fmt(x, digits = 3) {
   if (typeof x !== "number") return String(x);
   if (x === 0) return "0";
   const a = Math.abs(x);
-  if (a >= 1e4 || a < 1e-3) return x.toExponential(2);
+  if (a >= 1000 && a < 1e6) return String(Math.round(x));
+  if (a >= 1e6 || a < 1e-3) return x.toExponential(2);
   return x.toPrecision(digits);
 }
 
@@ -146,6 +147,13 @@ const powerOfTwoTicks = {type: "logarithmic", title: {display: true, text: "N (s
     axis.ticks = ticks;
   },
   ticks: {callback: (value) => (value >= 1024 ? `${value / 1024}k` : String(value))}};
+
+/* A log x axis with a tick at each given value (e.g. the SRAM sizes swept). */
+function dataTicks(title, values, format) {
+  return {type: "logarithmic", title: {display: true, text: title},
+          afterBuildTicks: (axis) => { axis.ticks = values.map((value) => ({value})); },
+          ticks: {callback: format, maxRotation: 0, autoSkip: false}};
+}
 
 function lineSet(label, points, color, extra = {}) {
   return {label, data: points, borderColor: color, backgroundColor: color, borderWidth: 2,
@@ -331,14 +339,19 @@ function showWebgpu(record) {
                     data: sizes.map((n) => bySize[n] ?? null),
                     backgroundColor: engine.engine === "chromium" ? "#2456c7" : "#8a5a00"});
   }
-  draw("chart-webgpu-time", logLogConfig(datasets, powerOfTwoTicks, "ms per dispatch", (v) => `${fmt(v)} ms`,
-       (ctx) => `${ctx.dataset.label}: ${fmt(ctx.parsed.y)} ms at N = ${ctx.parsed.x}`));
+  const timeConfig = logLogConfig(datasets, powerOfTwoTicks, "time per dispatch", (v) => seconds(v / 1e3),
+       (ctx) => `${ctx.dataset.label}: ${fmt(ctx.parsed.y)} ms at N = ${ctx.parsed.x}`);
+  timeConfig.options.plugins.legend.labels.usePointStyle = true;
+  draw("chart-webgpu-time", timeConfig);
+  const guide = (label, value, color) => ({type: "line", label, data: sizes.map(() => value), borderColor: color,
+                                           borderDash: [6, 4], borderWidth: 1.5, pointRadius: 0});
   draw("chart-webgpu-speedup", {
     type: "bar",
-    data: {labels: sizes.map(String), datasets: speedSets},
+    data: {labels: sizes.map(String),
+           datasets: [...speedSets, guide("target (2×)", 2, "#17794a"), guide("parity (1×)", 1, "#8a8f99")]},
     options: {responsive: true, maintainAspectRatio: false, animation: false,
               scales: {x: {title: {display: true, text: "N"}},
-                       y: {type: "logarithmic", title: {display: true, text: "naive time / tiled time"}}},
+                       y: {min: 0, title: {display: true, text: "naive time / tiled time"}}},
               plugins: {legend: {position: "bottom"},
                         tooltip: {callbacks: {label: (ctx) => `${ctx.dataset.label}: ${fmt(ctx.parsed.y)}×`}}}},
   });
@@ -367,7 +380,8 @@ function showIo(record) {
     lineSet("standard", pts(byM, "standard_bytes", "sram_elems"), COLORS.naive, {pointRadius: radius}),
     lineSet("FlashAttention", pts(byM, "flash_bytes", "sram_elems"), COLORS.flash, {pointRadius: radius}),
     lineSet("FlashAttention-2 loop order", pts(byM, "flash2_bytes", "sram_elems"), COLORS.flash2, {pointRadius: radius}),
-  ], logAxis("M (SRAM, elements)", (v) => (v >= 1024 ? `${v / 1024}k` : String(v))), "HBM bytes (fp16)", bytes, tip));
+  ], dataTicks("M (SRAM, elements)", byM.map((r) => r.sram_elems), (v) => `${Math.round(v / 1024)}Ki`),
+  "HBM bytes (fp16)", bytes, tip));
 
   const f = record.figure2;
   const body = $("figure2-body");
@@ -384,29 +398,67 @@ function showIo(record) {
       `because the paper measured PyTorch's kernels, which also write and re-read N × N matrices for the causal mask ` +
       `and dropout; our count has only S, P, dP and dS. Counted traffic equals the closed form at ${equal} of ` +
       `${counted.length} points (large points). Fitted slopes: standard vs N ${fmt(slopes.standard_bytes_vs_n)}, ` +
-      `flash vs N ${fmt(slopes.flash_bytes_vs_n)} (→ 2 as the N² term dominates), flash vs M ${fmt(slopes.flash_bytes_vs_m)} (→ −1).`;
+      `flash vs N ${fmt(slopes.flash_bytes_vs_n)} (→ 2 as the N² term dominates), flash vs M ${fmt(slopes.flash_bytes_vs_m)} (→ −1).` +
+      crossing(byM);
+}
+
+/* Where small SRAM makes tiling move *more* bytes than standard attention (each query tile is
+ * re-read once per key tile, and tiny tiles mean many key tiles). */
+function crossing(byM) {
+  const worse = byM.filter((r) => r.flash_bytes > r.standard_bytes);
+  if (!worse.length) return "";
+  const largest = worse[worse.length - 1];
+  return ` With SRAM of ${largest.sram_elems} elements or less (tiles ${largest.br} × ${largest.bc}), FlashAttention ` +
+         "moves more bytes than standard attention: every query tile is re-read once per key tile, and small tiles " +
+         "mean many key tiles — the Θ(N²d²/M) term needs M well above d².";
 }
 
 /* ---- 4. readiness ----------------------------------------------------------------------- */
 
+const STAGE_NAMES = {runtime: "Pyodide runtime", numpy: "NumPy package", nlpcore: "nlpcore wheel"};
+
+/* A timeline of floating bars [start, end] in ms since navigation: each loading stage lasts from
+ * the moment the page reported it until the next one; then the first comparison; then the two
+ * totals, red when over their targets. */
 function showReadiness(record) {
   const s = record.summary;
-  const stageNames = Object.keys(s.stage_ms || {});
-  const labels = [...stageNames.map((k) => `stage: ${k}`), "ready (target ≤ 4000 ms)", "first result (target ≤ 6000 ms)"];
-  const values = [...stageNames.map((k) => s.stage_ms[k]), s.ready_ms, s.first_result_ms];
-  const limits = [...stageNames.map(() => null), 4000, 6000];
+  const stages = Object.entries(s.stage_ms || {}).sort((a, b) => a[1] - b[1]);
+  const labels = [];
+  const spans = [];
+  const colors = [];
+  stages.forEach(([name, start], i) => {
+    if (name === "ready") return;
+    const end = i + 1 < stages.length ? stages[i + 1][1] : s.ready_ms;
+    labels.push(STAGE_NAMES[name] || name);
+    spans.push([start, end]);
+    colors.push("#2456c7");
+  });
+  labels.push("first comparison");
+  spans.push([s.ready_ms, s.first_result_ms]);
+  colors.push("#17794a");
+  for (const [label, value, limit] of [["to ready (target ≤ 4 s)", s.ready_ms, 4000],
+                                       ["to first result (target ≤ 6 s)", s.first_result_ms, 6000]]) {
+    labels.push(label);
+    spans.push([0, value]);
+    colors.push(value > limit ? "#b3261e" : "#8a8f99");
+  }
   draw("chart-readiness", {
     type: "bar",
-    data: {labels, datasets: [{label: "median ms from navigation", data: values,
-                               backgroundColor: values.map((v, i) => (limits[i] !== null && v > limits[i] ? "#b3261e" : "#2456c7"))}]},
+    data: {labels, datasets: [{label: "ms since navigation (median)", data: spans, backgroundColor: colors}]},
     options: {indexAxis: "y", responsive: true, maintainAspectRatio: false, animation: false,
-              scales: {x: {title: {display: true, text: "ms since navigation"}}},
-              plugins: {legend: {display: false}}},
+              scales: {x: {min: 0, title: {display: true, text: "ms since navigation"}}},
+              plugins: {legend: {display: false},
+                        tooltip: {callbacks: {label: (ctx) => {
+                          const [a, b] = ctx.raw;
+                          return `${fmt(a)} → ${fmt(b)} ms (${fmt(b - a)} ms)`;
+                        }}}}},
   });
   $("readiness-notes").textContent =
       `Median of ${record.trials.length} fresh loads: ready ${fmt(s.ready_ms)} ms, first result ${fmt(s.first_result_ms)} ms, ` +
       `a second comparison on the warm page ${fmt(s.rerun_ms)} ms; the longest main-thread task during a comparison ` +
-      `${fmt(s.longest_task_during_comparison_ms)} ms. ${machineLine(record)}`;
+      `${fmt(s.longest_task_during_comparison_ms)} ms (tasks over 50 ms are reported). ${machineLine(record)}` +
+      (record.machine && record.machine.load_average_start ?
+        ` Load average at the start: ${record.machine.load_average_start.join(", ")} (other work shared the 2 cores).` : "");
 }
 
 /* ---- 5. Triton -------------------------------------------------------------------------- */
