@@ -5,10 +5,11 @@ Correctness only: nothing here asserts a speed.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SECTIONS = {"numpy": ["chart-numpy-time", "chart-numpy-memory"],
@@ -18,16 +19,16 @@ SECTIONS = {"numpy": ["chart-numpy-time", "chart-numpy-memory"],
             "triton": ["chart-triton-fwd", "chart-triton-bwd"]}
 
 
-@pytest.fixture(scope="module")
-def bench_modules():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import page_bench
-        import page_readiness
-
-        yield page_bench, page_readiness
-    finally:
-        sys.path.remove(str(BENCH))
+def run_bench(script: str, *args: str, tmp_path) -> dict:
+    """Run a bench script as the README says (its own Playwright, so a subprocess) and read its JSON."""
+    out = tmp_path / "result.json"
+    env = os.environ.copy()
+    env.setdefault("XDG_RUNTIME_DIR", str(tmp_path / "xdg"))
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+    proc = subprocess.run([sys.executable, str(BENCH / script), *args, "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, "{} failed:\n{}\n{}".format(script, proc.stdout[-3000:], proc.stderr[-3000:])
+    return json.loads(out.read_text())
 
 
 def test_performance_page_plots_what_was_recorded(page, site_url, lab_dist):
@@ -69,10 +70,12 @@ def test_bench_page_states_its_adapter(page, site_url):
     assert "swiftshader" in page.inner_text('[data-testid="bench-adapter"]').lower()
 
 
-def test_page_bench_runs_and_checks_shader_outputs(bench_modules, lab_dist):
-    page_bench, _ = bench_modules
-    engine = page_bench.run_chromium([64, 100], dist=str(lab_dist), repeats_for=lambda n: 1, log=lambda *a: None)
+def test_page_bench_runs_and_checks_shader_outputs(lab_dist, tmp_path):
+    record = run_bench("webgpu_attention.py", "--engines", "chromium", "--sizes", "64,100",
+                       "--dist", str(lab_dist), tmp_path=tmp_path)
+    (engine,) = record["engines"]
     assert "error" not in engine, engine.get("error")
+    assert engine["engine"] == "chromium" and "swiftshader" in engine["adapter"].lower()
     assert {(r["n"], r["kernel"]) for r in engine["rows"]} == {(n, k) for n in (64, 100) for k in ("tiled", "naive")}
     for r in engine["rows"]:
         assert r["valid"], r
@@ -80,9 +83,8 @@ def test_page_bench_runs_and_checks_shader_outputs(bench_modules, lab_dist):
     assert not engine.get("offsite_requests")
 
 
-def test_page_readiness_measures_one_load(bench_modules, lab_dist):
-    _, page_readiness = bench_modules
-    record = page_readiness.run(1, dist=str(lab_dist))
+def test_page_readiness_measures_one_load(lab_dist, tmp_path):
+    record = run_bench("page_readiness.py", "--trials", "1", "--dist", str(lab_dist), tmp_path=tmp_path)
     (trial,) = record["trials"]
     assert trial["ready_ms"] and trial["ready_ms"] > 0
     assert trial["first_result_ms"] >= trial["ready_ms"]
@@ -90,4 +92,5 @@ def test_page_readiness_measures_one_load(bench_modules, lab_dist):
     assert trial["rerun_ms"] and trial["rerun_ms"] > 0
     assert [m["value"] for m in trial["stages"]][-1] == "ready"
     assert not trial["page_errors"] and not trial["offsite_requests"]
-    assert {t["name"] for t in record["targets"]} and record["summary"]["ready_ms"] == trial["ready_ms"]
+    assert record["summary"]["ready_ms"] == trial["ready_ms"]
+    assert {t["met"] for t in record["targets"]} <= {True, False, None}
