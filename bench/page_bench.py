@@ -34,6 +34,27 @@ def _for_page(spec: dict) -> dict:
     return out
 
 
+class PageOps:
+    """prepare / dispatch / outputs / release of ``js/bench.js``, for ``webgpu_attention.measure``."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+
+    def prepare(self, spec: dict):
+        return self.page.evaluate("(spec) => window.labBench.prepare(spec)", _for_page(spec))
+
+    def dispatch(self, spec: dict, handle) -> tuple:
+        t = self.page.evaluate("(id) => window.labBench.dispatch(id)", handle)
+        return t["gpuMs"], t["wallMs"]
+
+    def outputs(self, spec: dict, handle) -> dict:
+        raw = self.page.evaluate("(id) => window.labBench.outputs(id)", handle)
+        return {name: base64.b64decode(data) for name, data in raw.items()}
+
+    def release(self, handle) -> None:
+        self.page.evaluate("(id) => window.labBench.release(id)", handle)
+
+
 def run_chromium(sizes, dist=None, repeats_for=wa.repeats_for, plan=None, log=print) -> dict:
     """Engine record {engine, adapter, timing, rows} (or {engine, error} when WebGPU is missing)."""
     from playwright.sync_api import sync_playwright
@@ -56,25 +77,7 @@ def run_chromium(sizes, dist=None, repeats_for=wa.repeats_for, plan=None, log=pr
                 return engine
             engine["adapter"] = info["adapter"]
             engine["timing"] = "timestamp-query" if info["timestamps"] else "wall"
-            for n in sizes:
-                by_kernel, expected = wa.specs(n, plan)
-                for kern, spec in by_kernel.items():
-                    ident = page.evaluate("(spec) => window.labBench.prepare(spec)", _for_page(spec))
-                    page.evaluate("(id) => window.labBench.dispatch(id)", ident)  # warm-up
-                    raw = page.evaluate("(id) => window.labBench.outputs(id)", ident)
-                    err = wa.check(spec, {k: base64.b64decode(v) for k, v in raw.items()}, expected)
-                    gpu, wall = [], []
-                    for _ in range(repeats_for(n)):
-                        t = page.evaluate("(id) => window.labBench.dispatch(id)", ident)
-                        gpu.append(t["gpuMs"])
-                        wall.append(t["wallMs"])
-                    page.evaluate("(id) => window.labBench.release(id)", ident)
-                    use_gpu = info["timestamps"] and all(g is not None for g in gpu)
-                    engine["rows"].append(wa._row(n, kern, spec, gpu if use_gpu else None, wall, err))
-                    row = engine["rows"][-1]
-                    log("  chromium  N = {:>5}  {:<6} {:>9.2f} ms{}".format(
-                        n, kern, row["ms"], "" if err["valid"] else "  WRONG OUTPUT (max|Δo| = {:.3g})".format(
-                            err["max_abs_err_o"])))
+            engine["rows"] = wa.measure("chromium", sizes, plan, PageOps(page), info["timestamps"], repeats_for, log)
             if offsite:
                 engine["offsite_requests"] = offsite
         finally:
