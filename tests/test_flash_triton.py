@@ -106,6 +106,35 @@ def test_forward_backward_match_float64(n, d, causal, dtype):
         assert_close(name, got, want, dtype, "grad", pl, inputs)
 
 
+@pytest.mark.parametrize("use_tma,dq_strategy", [(False, "separate"), (False, "atomic"), (True, "atomic")],
+                         ids=["pointers", "pointers-atomic-dq", "tma-atomic-dq"])
+@pytest.mark.parametrize("n,causal,dtype", [(100, True, torch.float32), (77, False, torch.float32),
+                                            (64, True, torch.float16)])
+def test_every_code_path(monkeypatch, use_tma, dq_strategy, n, causal, dtype):
+    """The default path (tensor descriptors, dQ by a second kernel here) is covered above; this
+    covers plain pointer loads and atomic dQ accumulation the same way."""
+    monkeypatch.setattr(ft, "USE_TMA", use_tma)
+    monkeypatch.setattr(ft, "DQ_STRATEGY", dq_strategy)
+    q, k, v, do = make(1, 2, n, n, 32, dtype, seed=n + 5)
+    inputs = f"N={n} causal={causal} {dtype} tma={use_tma} dq={dq_strategy}"
+    o, lse = ft.forward(q, k, v, causal=causal)
+    grads = ft.backward(q, k, v, o, lse, do, causal=causal)
+    want_o, want_lse, want_grads = ref64(q, k, v, do, causal)
+    plain_o, plain_grads = check_triton.plain(q, k, v, do, causal=causal) if dtype != torch.float32 else (None, None)
+    assert_close("o", o, want_o, dtype, "o", plain_o, inputs)
+    assert_close("lse", lse, want_lse, torch.float32, "lse", inputs=inputs)
+    for name, got, want, pl in zip(("dq", "dk", "dv"), grads, want_grads, plain_grads or (None,) * 3):
+        assert_close(name, got, want, dtype, "grad", pl, inputs)
+
+
+def test_unknown_dq_strategy(monkeypatch):
+    monkeypatch.setattr(ft, "DQ_STRATEGY", "magic")
+    q = _q(1, 1, 8, 16)
+    o, lse = ft.forward(q, q, q)
+    with pytest.raises(ValueError, match="DQ_STRATEGY must be"):
+        ft.backward(q, q, q, o, lse, o)
+
+
 @pytest.mark.parametrize("n_q,n_k,causal", [(37, 80, True), (80, 37, True), (33, 70, False), (100, 16, True)])
 def test_nq_differs_from_nk(n_q, n_k, causal):
     q, k, v, do = make(2, 1, n_q, n_k, 32, torch.float32, seed=n_q + n_k)
