@@ -28,6 +28,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from typing import NamedTuple, Optional
 
 try:
@@ -268,6 +269,9 @@ def main(argv: Optional[list] = None) -> int:
                          "run with TRITON_INTERPRET=1 in the environment")
         os.environ["TRITON_INTERPRET"] = "1"  # must precede the first import of triton
 
+    # PyTorch warns once when autograd's device thread makes the first cuBLAS call of the
+    # process on a thread that has no CUDA context yet; it is harmless and would only confuse.
+    warnings.filterwarnings("ignore", message="Attempting to run cuBLAS, but there was no current CUDA context")
     try:
         module = load_module(args.path)
     except Exception as exc:
