@@ -65,7 +65,13 @@ fi
 # Python 3.8 + NumPy 1.17.5, the browser's Pyodide versions, so the core kernels are also tested
 # on CPython 3.8 (tests/test_py38_compat.py). Optional: skipped where no python3.8 exists.
 if [ "$what" = test ] && [ ! -x .venv38/bin/python ]; then
-  py38=$(command -v python3.8 || ls "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.8*/bin/python3.8 2>/dev/null | head -n 1 || true)
+  py38=""
+  # pyenv's shim answers `command -v` even where no 3.8 is selected, so try each candidate.
+  for c in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.8*/bin/python3.8 "$(command -v python3.8 || true)"; do
+    if [ -n "$c" ] && [ -x "$c" ] && "$c" -c 'import sys; assert sys.version_info[:2] == (3, 8)' 2>/dev/null; then
+      py38=$c; break
+    fi
+  done
   if [ -n "$py38" ]; then
     echo "setup: creating .venv38 with $py38 and numpy 1.17.5"
     if ! { "$py38" -m venv .venv38 && .venv38/bin/python -m pip install -q "numpy==1.17.5"; }; then
