@@ -118,7 +118,7 @@ async function main() {
   section.setAttribute("data-testid", "guided-steps");
   section.append(el("h2", {text: "Guided lab (about 60 minutes)"}));
   section.append(el("p", {class: "small", text:
-      "Work through the steps in order. Each uses the comparison below, the visualizer or the IO " +
+      "Work through the steps in order. Each uses the comparison above, the visualizer or the IO " +
       "model, and ends in a question that this page checks (in Python, in the worker). Passed " +
       "steps are saved to your progress on the module page."}));
   let steps;

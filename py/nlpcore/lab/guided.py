@@ -39,7 +39,7 @@ BOUND_ANSWER = 1
 
 STEPS = (
     {"id": "run-compare", "title": "Run the comparison",
-     "do": ("The comparison below runs once with its default settings as soon as Python is "
+     "do": ("The comparison above runs once with its default settings as soon as Python is "
             "ready (press **Run and compare** to run it again). Python (in a "
             "Web Worker) runs `flash_np` and the NumPy mirror of the shader; WebGPU runs "
             "`wgsl/flash_fwd.wgsl`; the page compares them."),
