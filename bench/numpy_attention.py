@@ -17,7 +17,7 @@ fit in the memory the machine has free, the case is skipped and the record says 
 
 Before timing, each size is validated: flash's output and gradients against naive's.
 
-Run:  .venv/bin/python bench/numpy_attention.py            (full run, ~10 min on 2 cores)
+Run:  .venv/bin/python bench/numpy_attention.py            (full run, ~8 min on a quiet 2-core machine)
       .venv/bin/python bench/numpy_attention.py --sizes 128,256 --shapes 1 --out /tmp/x.json
 """
 

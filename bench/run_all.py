@@ -1,6 +1,6 @@
 """Rerun every CPU-side benchmark and rewrite its JSON under bench/results/.
 
-    .venv/bin/python bench/run_all.py                  # all four, ~25 min on 2 cores
+    .venv/bin/python bench/run_all.py                  # all four, ~12 min on a quiet 2-core machine
     .venv/bin/python bench/run_all.py --only numpy,io  # a subset
 
 Runs, one after the other (never side by side, so that they do not slow each other down):

@@ -292,6 +292,13 @@ function showNumpy(record) {
     notes.push("Tile sweep at N = 4096, one head: " + record.block_sweep.map(
         (b) => `${b.block_q}×${b.block_k}: fwd ${seconds(b.forward_s)}, bwd ${seconds(b.backward_s)}`).join("; ") + ".");
   }
+  const cpu = (pass) => record.ratios.filter((r) => r.pass === pass && r.n >= 4096 && r.cpu_time_flash_over_naive)
+      .map((r) => r.cpu_time_flash_over_naive);
+  if (cpu("forward").length) {
+    const range = (xs) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}×`;
+    notes.push(`Process CPU-time ratios flash / naive at N ≥ 4096 (less sensitive to other work on the machine): ` +
+               `forward ${range(cpu("forward"))}, backward ${range(cpu("backward"))}.`);
+  }
   if (record.checks && record.checks.length) {
     const worst = Math.max(...record.checks.map((c) => Math.max(c.max_abs_err_o, c.max_abs_err_grads)));
     notes.push(`Validated before timing: flash vs naive max |Δ| ≤ ${fmt(worst)} over outputs and gradients.`);
