@@ -292,6 +292,14 @@ function showNumpy(record) {
     notes.push("Tile sweep at N = 4096, one head: " + record.block_sweep.map(
         (b) => `${b.block_q}×${b.block_k}: fwd ${seconds(b.forward_s)}, bwd ${seconds(b.backward_s)}`).join("; ") + ".");
   }
+  for (const e of record.exponents || []) {
+    const f = e.memory_linear_fit;
+    if (e.kernel === "flash" && e.shape === record.parameters.shapes[0] && f) {
+      notes.push(`Flash ${e.pass} peak memory ≈ ${mib(f.fixed_bytes)} that does not grow with N (tiles) + ` +
+                 `${fmt(f.nd_arrays_per_row)} float32 (N, d) arrays (the O(N·d) state and outputs); the line misses ` +
+                 `the measurements by at most ${fmt(100 * f.max_relative_residual, 2)} %.`);
+    }
+  }
   const cpu = (pass) => record.ratios.filter((r) => r.pass === pass && r.n >= 4096 && r.cpu_time_flash_over_naive)
       .map((r) => r.cpu_time_flash_over_naive);
   if (cpu("forward").length) {
