@@ -94,3 +94,17 @@ def test_page_readiness_measures_one_load(lab_dist, tmp_path):
     assert not trial["page_errors"] and not trial["offsite_requests"]
     assert record["summary"]["ready_ms"] == trial["ready_ms"]
     assert {t["met"] for t in record["targets"]} <= {True, False, None}
+
+
+def test_performance_page_says_what_is_not_yet_recorded(page, site_url, lab_dist):
+    # Serve a manifest without the Triton results, as in a build made before they were recorded.
+    manifest = json.loads((lab_dist / "manifest.json").read_text())
+    manifest["files"].pop("bench/results/triton_h200.json", None)
+    page.route("**/manifest.json", lambda route: route.fulfill(json=manifest))
+    page.goto(site_url + "performance.html")
+    page.wait_for_function("document.querySelector('[data-testid=\"section-triton\"]').dataset.status !== 'loading'",
+                           timeout=30_000)
+    assert page.get_attribute('[data-testid="section-triton"]', "data-status") == "not-recorded"
+    assert "Not yet recorded" in page.inner_text("#triton")
+    assert page.locator('[data-testid="perf-targets"] tr', has_text="Triton H200").first.get_attribute(
+        "data-status") == "not-measured"
