@@ -34,9 +34,20 @@ def test_counted_io_equals_closed_form(n_q, n_k, d, m, causal):
         io = IOCounter()
         o, lse = flash_np.forward(q, k, v, causal=causal, block_q=br, block_k=bc, io=io, loop_order=order)
         assert io.accesses == flash_accesses(n_q, n_k, d, m, causal=causal, loop_order=order), order
+        assert (io.reads, io.writes) == io_model.flash_io(n_q, n_k, d, br, bc, causal=causal, loop_order=order)
     io = IOCounter()
     flash_np.backward(q, k, v, o, lse, o, causal=causal, block_q=br, block_k=bc, io=io)
     assert io.accesses == flash_accesses(n_q, n_k, d, m, backward=True, causal=causal)
+    assert (io.reads, io.writes) == io_model.flash_io(n_q, n_k, d, br, bc, backward=True, causal=causal)
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_standard_reads_and_writes_add_up_to_the_algorithm_0_and_3_counts(backward):
+    reads, writes = io_model.standard_io(100, 70, 16, backward=backward, dv=8)
+    n2 = 100 * 70
+    assert reads + writes == standard_accesses(100, 70, 16, backward=backward, dv=8)
+    # forward writes S and P (2 N²) and reads them back (2 N²); backward reads 5 N², writes 2 N²
+    assert (reads // n2, writes // n2) == ((5, 2) if backward else (2, 2))
 
 
 def test_counter_counts_every_head_and_bytes():

@@ -35,6 +35,8 @@ def test_trace_ends_on_the_closed_form(n, d, sram, causal, loop_order, mode):
     last = result["steps"][-1]
     assert last["op"] in ("end", "group")
     assert last["reads"] + last["writes"] == closed
+    closed_rw = (result["closed_form"]["reads"], result["closed_form"]["writes"])
+    assert (last["reads"], last["writes"]) == closed_rw == (result["counted"]["reads"], result["counted"]["writes"])
     br, bc = io_model.block_sizes(sram, d)
     assert (result["params"]["br"], result["params"]["bc"]) == (br, bc)
 

@@ -363,10 +363,13 @@ function drawCounters(f, p) {
   $("c-writes").textContent = fmt(f.writes);
   $("c-accesses").textContent = fmt(accesses);
   $("c-closed").textContent = fmt(closed);
+  $("c-closed-reads").textContent = fmt(res.closed_form.reads);
+  $("c-closed-writes").textContent = fmt(res.closed_form.writes);
   $("c-standard").textContent = fmt(res.closed_form.standard_accesses);
   const check = $("c-check");
   const atEnd = view.pos === view.steps.length;
-  check.dataset.equal = String(atEnd && accesses === closed);
+  check.dataset.equal = String(atEnd && accesses === closed &&
+    f.reads === res.closed_form.reads && f.writes === res.closed_form.writes);
   check.dataset.atEnd = String(atEnd);
   if (!atEnd) {
     check.textContent = `${(100 * accesses / closed).toFixed(1)}% of the closed form so far; it must land exactly on it at the last step.`;

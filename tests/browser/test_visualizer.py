@@ -118,6 +118,12 @@ def test_final_counters_equal_the_closed_form_for_several_settings(page, site_ur
                                          loop_order=s.get("order", "kv_outer"),
                                          backward=s.get("mode") == "backward")
         assert number(page, "viz-accesses") == closed == expected["counted"]["accesses"], s
+        br, bc = io_model.block_sizes(s["sram"], s["d"])
+        reads, writes = io_model.flash_io(s["n"], s["n"], s["d"], br, bc, causal=s["causal"],
+                                          loop_order=s.get("order", "kv_outer"),
+                                          backward=s.get("mode") == "backward")
+        assert (number(page, "viz-reads"), number(page, "viz-writes")) == (reads, writes), s
+        assert (number(page, "viz-closed-reads"), number(page, "viz-closed-writes")) == (reads, writes), s
         assert page.get_attribute("[data-testid=viz-check]", "data-equal") == "true", s
         if expected["grouped"]:
             assert "one per outer-loop iteration" in page.inner_text("[data-testid=viz-status]")

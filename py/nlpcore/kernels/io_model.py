@@ -7,7 +7,8 @@ FlashAttention makes Θ(N²d²/M). This module makes that claim countable:
 - :func:`block_sizes` — the paper's rule for tile sizes from M (Algorithm 1, line 1).
 - :class:`IOCounter` — passed as ``io=`` to the kernels; counts at every tile load and store.
 - :func:`standard_accesses`, :func:`flash_accesses` — closed forms equal, element for element,
-  to what the counter records for the same sizes.
+  to what the counter records for the same sizes (:func:`standard_io`, :func:`flash_io` split
+  them into reads and writes).
 - :func:`figure2` — the paper's Figure 2 (left) setting, standard vs FlashAttention.
 
 Counting conventions (all counts in elements; one element of Q, K, V, O, dO, dQ, dK, dV is one
@@ -153,12 +154,21 @@ def _rows(n: int, b: int, i: int) -> int:
     return min(n, (i + 1) * b) - i * b
 
 
-def standard_accesses(n_q: int, n_k: int, d: int, *, backward: bool = False, dv: Optional[int] = None) -> int:
-    """HBM accesses (reads + writes, elements) of standard attention; see the module docstring."""
+def standard_io(n_q: int, n_k: int, d: int, *, backward: bool = False, dv: Optional[int] = None) -> Tuple[int, int]:
+    """(reads, writes) in elements of standard attention; see the module docstring."""
     n_q, n_k, d, dv = _sizes(n_q, n_k, d, dv)
     if backward:
-        return 7 * n_q * n_k + 2 * (n_q + n_k) * (d + dv)
-    return 4 * n_q * n_k + (n_q + n_k) * d + (n_q + n_k) * dv
+        reads = 5 * n_q * n_k + 2 * n_q * dv + n_k * dv + n_k * d + n_q * d
+        writes = 2 * n_q * n_k + n_k * dv + n_q * d + n_k * d
+        return reads, writes
+    reads = (n_q + n_k) * d + 2 * n_q * n_k + n_k * dv  # Q, K; S; P, V
+    writes = 2 * n_q * n_k + n_q * dv  # S, P; O
+    return reads, writes
+
+
+def standard_accesses(n_q: int, n_k: int, d: int, *, backward: bool = False, dv: Optional[int] = None) -> int:
+    """HBM accesses (reads + writes, elements) of standard attention; see the module docstring."""
+    return sum(standard_io(n_q, n_k, d, backward=backward, dv=dv))
 
 
 def flash_accesses(
@@ -179,9 +189,7 @@ def flash_accesses(
     alone) on 2-D inputs of these sizes with ``block_q, block_k = block_sizes(sram_elems, d)``.
     """
     br, bc = block_sizes(sram_elems, d)
-    return flash_accesses_for_blocks(
-        n_q, n_k, d, br, bc, backward=backward, dv=dv, causal=causal, loop_order=loop_order
-    )
+    return sum(flash_io(n_q, n_k, d, br, bc, backward=backward, dv=dv, causal=causal, loop_order=loop_order))
 
 
 def flash_accesses_for_blocks(
@@ -197,19 +205,42 @@ def flash_accesses_for_blocks(
     loop_order: str = "kv_outer",
 ) -> int:
     """:func:`flash_accesses` for explicit tile sizes (Br, Bc) instead of an SRAM size."""
+    return sum(flash_io(n_q, n_k, d, br, bc, backward=backward, dv=dv, causal=causal, loop_order=loop_order))
+
+
+def flash_io(
+    n_q: int,
+    n_k: int,
+    d: int,
+    br: int,
+    bc: int,
+    *,
+    backward: bool = False,
+    dv: Optional[int] = None,
+    causal: bool = False,
+    loop_order: str = "kv_outer",
+) -> Tuple[int, int]:
+    """(reads, writes) in elements of the tiled kernels for tile sizes (Br, Bc).
+
+    Equal to ``IOCounter.reads`` and ``IOCounter.writes``; the module docstring derives each term.
+    """
     n_q, n_k, d, dv = _sizes(n_q, n_k, d, dv)
     br = positive_int(br, "br")
     bc = positive_int(bc, "bc")
     if loop_order not in LOOP_ORDERS:
         raise ValueError("loop_order must be one of {}, got {!r}".format(LOOP_ORDERS, loop_order))
     pairs = visited_tiles(n_q, n_k, br, bc, causal)
-    pair_rows = sum(_rows(n_q, br, i) for i, _ in pairs)
-    pair_cols = sum(_rows(n_k, bc, j) for _, j in pairs)
+    pair_rows = sum(_rows(n_q, br, i) for i, _ in pairs)  # query rows summed over visited tiles
+    pair_cols = sum(_rows(n_k, bc, j) for _, j in pairs)  # key rows summed over visited tiles
     if backward:
-        return (2 * n_q * dv + n_q) + n_q * d + 2 * n_k * (d + dv) + pair_rows * (3 * d + dv + 2)
+        reads = 2 * n_q * dv + n_k * (d + dv) + pair_rows * (2 * d + dv + 2)  # dO, O; K, V; Q dO dQ lse D
+        writes = n_q + n_q * d + n_k * (d + dv) + pair_rows * d  # D; dQ = 0; dK, dV; dQ
+        return reads, writes
     if loop_order == "q_outer":
-        return n_q * (d + dv + 1) + pair_cols * (d + dv)
-    return (n_q * dv + 2 * n_q) + n_k * (d + dv) + pair_rows * (d + 2 * dv + 4) + 3 * n_q
+        return n_q * d + pair_cols * (d + dv), n_q * (dv + 1)  # Q, K, V; O, lse
+    reads = n_k * (d + dv) + pair_rows * (d + dv + 2) + 2 * n_q  # K, V; Q, O, l, m; final l, m
+    writes = (n_q * dv + 2 * n_q) + pair_rows * (dv + 2) + n_q  # O, l, m = init; O, l, m; lse
+    return reads, writes
 
 
 # The paper's Figure 2 (left): attention of GPT-2 medium on an A100 (forward + backward).

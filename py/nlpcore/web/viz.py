@@ -147,7 +147,7 @@ def trace(
                   "group" summaries (see _group_steps),
          "events": number of raw events,
          "counted": {"reads", "writes", "accesses"} from the IOCounter,
-         "closed_form": {"accesses", "standard_accesses", "formula"}}
+         "closed_form": {"accesses", "reads", "writes", "standard_accesses", "formula"}}
     """
     if loop_order not in io_model.LOOP_ORDERS:
         raise ValueError("loop_order must be one of {}, got {!r}".format(io_model.LOOP_ORDERS, loop_order))
@@ -174,6 +174,8 @@ def trace(
     else:
         flash_np.forward(q, k, v, causal=causal, block_q=br, block_k=bc, io=io, trace=events,
                          loop_order=loop_order)
+    closed_reads, closed_writes = io_model.flash_io(n, n, d, br, bc, backward=backward, causal=causal,
+                                                    loop_order=loop_order)
     closed = io_model.flash_accesses(n, n, d, sram, backward=backward, causal=causal, loop_order=loop_order)
     standard = io_model.standard_accesses(n, n, d, backward=backward)
     grouped = len(events) > STEP_LIMIT
@@ -188,6 +190,8 @@ def trace(
         "counted": {"reads": io.reads, "writes": io.writes, "accesses": io.accesses},
         "closed_form": {
             "accesses": closed,
+            "reads": closed_reads,
+            "writes": closed_writes,
             "standard_accesses": standard,
             "formula": "io_model.flash_accesses({n}, {n}, {d}, {m}, backward={b}, causal={c}, "
                        "loop_order={lo!r})".format(n=n, d=d, m=sram, b=backward, c=causal, lo=loop_order),
