@@ -116,6 +116,27 @@ def _lse(state: State) -> np.ndarray:
     return out + safe_shift(state.m)  # m = -inf exactly where l = 0, and there the shift is 0
 
 
+def _plan(x, block_q, block_k, sram_bytes, io, trace, pass_name: str, loop_order: str):
+    """Sizes, tile sizes and the counting Mover for one pass; announces the pass to the trace.
+
+    Returns (n_q, n_k, d, dv, br, bc, t_r, t_c, mover).
+    """
+    n_q, d = x.q.shape[-2:]
+    n_k, dv = x.v.shape[-2:]
+    in_bytes = np.dtype(np.result_type(x.q.dtype, x.k.dtype, x.v.dtype)).itemsize
+    br, bc = _tile_sizes(block_q, block_k, sram_bytes, d, in_bytes)
+    t_r, t_c = -(-n_q // br), -(-n_k // bc)  # number of query tiles, key tiles
+    mover = Mover(io, trace, int(np.prod(x.batch, dtype=np.int64)), in_bytes, x.acc.itemsize)
+    mover.note(
+        {
+            "op": "begin", "pass": pass_name, "n_q": n_q, "n_k": n_k, "d": d, "dv": dv,
+            "br": br, "bc": bc, "t_r": t_r, "t_c": t_c, "loop_order": loop_order,
+            "causal": x.causal, "dtype_bytes": in_bytes,
+        }
+    )
+    return n_q, n_k, d, dv, br, bc, t_r, t_c, mover
+
+
 def forward(
     q,
     k,
@@ -154,20 +175,8 @@ def forward(
     if loop_order not in LOOP_ORDERS:
         raise ValueError("loop_order must be one of {}, got {!r}".format(LOOP_ORDERS, loop_order))
     x = attention_inputs(q, k, v, causal=causal, mask=mask, scale=scale)
+    n_q, n_k, d, dv, br, bc, t_r, t_c, mover = _plan(x, block_q, block_k, sram_bytes, io, trace, "forward", loop_order)
     acc = x.acc
-    n_q, d = x.q.shape[-2:]
-    n_k, dv = x.v.shape[-2:]
-    in_bytes = np.dtype(np.result_type(x.q.dtype, x.k.dtype, x.v.dtype)).itemsize
-    br, bc = _tile_sizes(block_q, block_k, sram_bytes, d, in_bytes)
-    t_r, t_c = -(-n_q // br), -(-n_k // bc)
-    mover = Mover(io, trace, int(np.prod(x.batch, dtype=np.int64)), in_bytes, acc.itemsize)
-    mover.note(
-        {
-            "op": "begin", "pass": "forward", "n_q": n_q, "n_k": n_k, "d": d, "dv": dv,
-            "br": br, "bc": bc, "t_r": t_r, "t_c": t_c, "loop_order": loop_order,
-            "causal": bool(causal), "dtype_bytes": in_bytes,
-        }
-    )
     # HBM-resident output and statistics. O is kept in the accumulation dtype so that the
     # repeated rescaling of Algorithm 1 does not round to 16 bits at every step; it is counted
     # at the input's element size, as a GPU kernel would store it.
@@ -265,20 +274,8 @@ def backward(
     """
     x = attention_inputs(q, k, v, causal=causal, mask=mask, scale=scale)
     o, lse, do = check_backward_inputs(x, o, lse, do)
+    n_q, n_k, d, dv, br, bc, t_r, t_c, mover = _plan(x, block_q, block_k, sram_bytes, io, trace, "backward", "kv_outer")
     acc = x.acc
-    n_q, d = x.q.shape[-2:]
-    n_k, dv = x.v.shape[-2:]
-    in_bytes = np.dtype(np.result_type(x.q.dtype, x.k.dtype, x.v.dtype)).itemsize
-    br, bc = _tile_sizes(block_q, block_k, sram_bytes, d, in_bytes)
-    t_r, t_c = -(-n_q // br), -(-n_k // bc)
-    mover = Mover(io, trace, int(np.prod(x.batch, dtype=np.int64)), in_bytes, acc.itemsize)
-    mover.note(
-        {
-            "op": "begin", "pass": "backward", "n_q": n_q, "n_k": n_k, "d": d, "dv": dv,
-            "br": br, "bc": bc, "t_r": t_r, "t_c": t_c, "loop_order": "kv_outer",
-            "causal": bool(causal), "dtype_bytes": in_bytes,
-        }
-    )
     lse = lse.astype(acc)
     # D = rowsum(dO ∘ O), one pass over dO and O before the main loop.
     whole = (0, n_q)
