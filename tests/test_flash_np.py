@@ -169,6 +169,18 @@ def test_backward_matches_finite_differences(causal, masked):
         assert_close(g, g_fd, rtol=1e-7, atol=1e-8, what=name + " vs finite differences")
 
 
+def test_any_broadcastable_mask_is_accepted():
+    rng = np.random.default_rng(8)
+    q, k, v = make_inputs(rng, (2,), 6, 9, 4, 4, np.float64)
+    keep = rng.random(9) > 0.4
+    keep[0] = True
+    want = reference.forward(q, k, v, mask=keep[None, None, :])
+    for mask in (keep, keep[None, :], keep[None, None, :]):  # (Nk,), (1, Nk), (1, 1, Nk)
+        got = flash_np.forward(q, k, v, mask=mask, block_q=4, block_k=4)
+        assert_close(got[0], want[0])
+        assert_close(got[1], want[1])
+
+
 def test_sram_bytes_gives_paper_block_sizes():
     rng = np.random.default_rng(5)
     q, k, v = make_inputs(rng, (), 40, 40, 8, 8, np.float32)

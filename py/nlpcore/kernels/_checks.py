@@ -117,22 +117,14 @@ def attention_inputs(q, k, v, *, causal: bool = False, mask=None, scale=None) ->
             raise TypeError(
                 "mask must be a boolean array (True = may attend), got dtype {}".format(mask.dtype)
             )
-        if mask.ndim < 2:
-            raise ValueError(
-                "mask must be broadcastable to (..., Nq, Nk) = (..., {}, {}) with at least 2 "
-                "dimensions (use shape (..., 1, Nk) for key padding), got shape {}".format(
-                    n_q, n_k, mask.shape
-                )
-            )
         try:
             full = broadcast_shapes(batch + (n_q, n_k), mask.shape)
         except ValueError:
             full = None
         if full is None or full[-2:] != (n_q, n_k):
             raise ValueError(
-                "mask must be broadcastable to (..., Nq, Nk) = {}, got shape {}".format(
-                    batch + (n_q, n_k), mask.shape
-                )
+                "mask must be broadcastable to (..., Nq, Nk) = {} (key padding: (..., 1, Nk)), "
+                "got shape {}".format(batch + (n_q, n_k), mask.shape)
             )
         batch = full[:-2]
         allowed = mask
