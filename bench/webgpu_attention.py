@@ -115,9 +115,14 @@ class WgpuRunner:
         layout = dev.create_bind_group_layout(entries=[
             {"binding": b["binding"], "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": b["type"]}}
             for b in spec["bindings"]])
-        pipeline = dev.create_compute_pipeline(
-            layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
-            compute={"module": module, "entry_point": spec["entry"], "constants": dict(spec["constants"])})
+        passes = spec.get("passes") or [{"entry": spec["entry"], "workgroups": spec["workgroups"]}]
+        pipeline_layout = dev.create_pipeline_layout(bind_group_layouts=[layout])
+        pipeline = [  # one (pipeline, workgroups) per pass, dispatched in order over one bind group
+            (dev.create_compute_pipeline(
+                layout=pipeline_layout,
+                compute={"module": module, "entry_point": p["entry"], "constants": dict(spec["constants"])}),
+             p["workgroups"])
+            for p in passes]
         buffers, entries = {}, []
         for b in spec["bindings"]:
             if b["data"] is None:
@@ -140,9 +145,10 @@ class WgpuRunner:
             resolved = dev.create_buffer(size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
             writes = {"query_set": query_set, "beginning_of_pass_write_index": 0, "end_of_pass_write_index": 1}
         compute = encoder.begin_compute_pass(timestamp_writes=writes) if writes else encoder.begin_compute_pass()
-        compute.set_pipeline(pipeline)
-        compute.set_bind_group(0, bind_group)
-        compute.dispatch_workgroups(*spec["workgroups"])
+        for stage, groups in pipeline:
+            compute.set_pipeline(stage)
+            compute.set_bind_group(0, bind_group)
+            compute.dispatch_workgroups(*groups)
         compute.end()
         if writes:
             encoder.resolve_query_set(query_set, 0, 2, resolved, 0)

@@ -67,8 +67,17 @@ async function prepare(spec) {
   if (!response.ok) throw new Error(`could not fetch wgsl/${spec.shader} (HTTP ${response.status})`);
   const module = device.createShaderModule({label: spec.shader, code: await response.text()});
   device.pushErrorScope("validation");
-  const pipeline = await device.createComputePipelineAsync({
-    layout: "auto", compute: {module, entryPoint: spec.entry || "main", constants: spec.constants || {}}});
+  // One pipeline per pass (a spec with "passes" runs them in order over one bind group), all
+  // with an explicit layout holding every binding: an "auto" one holds only those an entry uses.
+  const bindGroupLayout = device.createBindGroupLayout({entries: spec.bindings.map((b) => (
+    {binding: b.binding, visibility: GPUShaderStage.COMPUTE, buffer: {type: b.type}}))});
+  const layout = device.createPipelineLayout({bindGroupLayouts: [bindGroupLayout]});
+  const passes = spec.passes || [{entry: spec.entry || "main", workgroups: spec.workgroups}];
+  const pipelines = [];
+  for (const p of passes) {
+    pipelines.push({workgroups: p.workgroups, pipeline: await device.createComputePipelineAsync({
+      layout, compute: {module, entryPoint: p.entry, constants: spec.constants || {}}})});
+  }
   const buffers = {};
   const entries = [];
   for (const b of spec.bindings) {
@@ -82,7 +91,7 @@ async function prepare(spec) {
     buffers[b.name] = {buffer, binding: b};
     entries.push({binding: b.binding, resource: {buffer, size: padded(b.size)}});
   }
-  const bindGroup = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
+  const bindGroup = device.createBindGroup({layout: bindGroupLayout, entries});
   const problem = await device.popErrorScope();
   if (problem) throw new Error(`WebGPU validation error: ${problem.message}`);
   let query = null;
@@ -94,7 +103,7 @@ async function prepare(spec) {
     };
   }
   const id = nextId++;
-  prepared.set(id, {spec, pipeline, bindGroup, buffers, query});
+  prepared.set(id, {spec, pipelines, bindGroup, buffers, query});
   return id;
 }
 
@@ -105,9 +114,11 @@ async function dispatch(id) {
   const encoder = device.createCommandEncoder();
   const pass = encoder.beginComputePass(p.query ? {timestampWrites: {
     querySet: p.query.set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1}} : {});
-  pass.setPipeline(p.pipeline);
-  pass.setBindGroup(0, p.bindGroup);
-  pass.dispatchWorkgroups(...p.spec.workgroups);
+  for (const stage of p.pipelines) {
+    pass.setPipeline(stage.pipeline);
+    pass.setBindGroup(0, p.bindGroup);
+    pass.dispatchWorkgroups(...stage.workgroups);
+  }
   pass.end();
   if (p.query) {
     encoder.resolveQuerySet(p.query.set, 0, 2, p.query.resolve, 0);

@@ -3,7 +3,13 @@
  *   {"shader": "flash_fwd.wgsl", "entry": "main", "constants": {BR: 16, ...},
  *    "bindings": [{"binding": 0, "type": "uniform"|"read-only-storage"|"storage",
  *                  "data": Uint8Array|null, "size": bytes, "name": "o", "output": bool}, ...],
- *    "workgroups": [x, y, z]}
+ *    "workgroups": [x, y, z],
+ *    "passes": [{"entry": "scores", "workgroups": [x, y, z]}, ...]}   (optional)
+ *
+ * With "passes", those dispatches run in order in one compute pass over the same bind group
+ * (WebGPU orders one dispatch's storage writes before the next one's reads), and the top-level
+ * entry/workgroups are not used; the bind group layout is then built from the bindings' types,
+ * since an "auto" layout would hold only the bindings each entry point uses.
  *
  * This module knows nothing about attention: sizes reach the shader only as the spec's
  * `override` constants, computed once in Python (nlpcore.kernels.tiling). The device is requested
@@ -107,6 +113,15 @@ function checkSpec(spec) {
       !spec.workgroups.every((n) => Number.isInteger(n) && n >= 0)) {
     throw new Error("spec.workgroups: expected [x, y, z] non-negative integers");
   }
+  if (spec.passes !== undefined) {
+    if (!Array.isArray(spec.passes) || !spec.passes.length) throw new Error("spec.passes: expected a non-empty list");
+    spec.passes.forEach((p, i) => {
+      if (!p || typeof p.entry !== "string" || !Array.isArray(p.workgroups) || p.workgroups.length !== 3 ||
+          !p.workgroups.every((n) => Number.isInteger(n) && n >= 0)) {
+        throw new Error(`spec.passes[${i}]: expected {entry: string, workgroups: [x, y, z] non-negative integers}`);
+      }
+    });
+  }
   for (const b of spec.bindings) {
     if (!(b.type in BUFFER_USAGE)) throw new Error(`spec.bindings[${b.binding}].type: unknown ${b.type}`);
     if (!Number.isInteger(b.size) || b.size < 0) throw new Error(`spec.bindings[${b.binding}].size: expected bytes >= 0`);
@@ -122,10 +137,20 @@ function checkSpec(spec) {
 const pipelineCache = new WeakMap();  // GPUDevice -> Map(key -> GPUComputePipeline)
 const MAX_PIPELINES = 16;
 
-function pipelineKey(spec) {
+function pipelineKey(spec, entry, layoutTypes) {
   const constants = Object.entries(spec.constants || {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return JSON.stringify([spec.shader, typeof spec.code === "string" ? spec.code : null,
-                         spec.entry || "main", constants]);
+                         entry, constants, layoutTypes]);
+}
+
+/* The explicit layout of a multi-pass spec: every binding, visible to compute, of its type. */
+function explicitLayout(device, spec) {
+  const bindGroupLayout = device.createBindGroupLayout({
+    entries: spec.bindings.map((b) => ({binding: b.binding, visibility: GPUShaderStage.COMPUTE,
+                                        buffer: {type: b.type}})),
+  });
+  return {bindGroupLayout,
+          pipelineLayout: device.createPipelineLayout({bindGroupLayouts: [bindGroupLayout]})};
 }
 
 /* Buffers are 4-byte multiples and never empty (a zero-size binding is invalid). */
@@ -138,25 +163,33 @@ export async function runSpec(gpu, spec) {
   const {device} = gpu;
   if (!pipelineCache.has(device)) pipelineCache.set(device, new Map());
   const pipelines = pipelineCache.get(device);
-  const key = pipelineKey(spec);
-  let pipeline = pipelines.get(key);
-  const module = pipeline ? null : await compile(device, spec);
+  const multiPass = Array.isArray(spec.passes);
+  const passes = multiPass ? spec.passes : [{entry: spec.entry || "main", workgroups: spec.workgroups}];
+  const layoutTypes = multiPass ? spec.bindings.map((b) => [b.binding, b.type]) : "auto";
+  const keys = passes.map((p) => pipelineKey(spec, p.entry, layoutTypes));
+  const module = keys.every((k) => pipelines.has(k)) ? null : await compile(device, spec);
 
   device.pushErrorScope("validation");
   device.pushErrorScope("out-of-memory");
   const created = [];
   try {
-    if (!pipeline) {
-      try {
-        pipeline = await device.createComputePipelineAsync({
-          layout: "auto",
-          compute: {module, entryPoint: spec.entry || "main", constants: spec.constants || {}},
-        });
-      } catch (error) {
-        throw new Error(`creating the compute pipeline failed: ${error.message}`);
+    const layout = multiPass ? explicitLayout(device, spec) : null;
+    const passPipelines = [];
+    for (let i = 0; i < passes.length; i += 1) {
+      let pipeline = pipelines.get(keys[i]);
+      if (!pipeline) {
+        try {
+          pipeline = await device.createComputePipelineAsync({
+            layout: multiPass ? layout.pipelineLayout : "auto",
+            compute: {module, entryPoint: passes[i].entry, constants: spec.constants || {}},
+          });
+        } catch (error) {
+          throw new Error(`creating the compute pipeline failed: ${error.message}`);
+        }
+        if (pipelines.size >= MAX_PIPELINES) pipelines.clear();
+        pipelines.set(keys[i], pipeline);
       }
-      if (pipelines.size >= MAX_PIPELINES) pipelines.clear();
-      pipelines.set(key, pipeline);
+      passPipelines.push(pipeline);
     }
     const entries = [];
     const readbacks = [];
@@ -177,12 +210,15 @@ export async function runSpec(gpu, spec) {
         readbacks.push({binding: b, buffer, staging, size});
       }
     }
-    const bindGroup = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
+    const bindGroup = device.createBindGroup(
+        {layout: multiPass ? layout.bindGroupLayout : passPipelines[0].getBindGroupLayout(0), entries});
     const encoder = device.createCommandEncoder();
     const pass = encoder.beginComputePass();
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindGroup);
-    pass.dispatchWorkgroups(...spec.workgroups);
+    passes.forEach((p, i) => {
+      pass.setPipeline(passPipelines[i]);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(...p.workgroups);
+    });
     pass.end();
     for (const r of readbacks) encoder.copyBufferToBuffer(r.buffer, 0, r.staging, 0, r.size);
     const started = performance.now();

@@ -96,14 +96,14 @@ def adapter_name() -> str:
     return "{} ({})".format(info.get("device", "?"), info.get("backend_type", "?"))
 
 
-def _pipeline(spec: dict):
+def _pipeline(spec: dict, entry: str):
     wgpu = _wgpu()
 
     code = spec.get("code")  # inline WGSL (a learner's shader), else the file named by "shader"
     key = (
         spec["shader"],
         code,
-        spec["entry"],
+        entry,
         tuple(sorted(spec["constants"].items())),
         tuple((b["binding"], b["type"]) for b in spec["bindings"]),
     )
@@ -119,7 +119,7 @@ def _pipeline(spec: dict):
         _pipelines[key] = (
             dev.create_compute_pipeline(
                 layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
-                compute={"module": module, "entry_point": spec["entry"], "constants": dict(spec["constants"])},
+                compute={"module": module, "entry_point": entry, "constants": dict(spec["constants"])},
             ),
             layout,
         )
@@ -131,6 +131,9 @@ def run_spec(spec: dict) -> Dict[str, bytes]:
 
     Generic on purpose: it knows nothing about attention, exactly like the page's gpu.js. A spec
     may carry its WGSL inline as ``"code"`` (an exercise's shader); ``"shader"`` then only names it.
+    A spec with ``"passes": [{"entry", "workgroups"}, ...]`` runs those dispatches in order, in
+    one compute pass over the same buffers (WebGPU orders one dispatch's storage writes before
+    the next one's reads); without it, the one dispatch ``"entry"`` x ``"workgroups"`` runs.
     """
     wgpu = _wgpu()
 
@@ -143,8 +146,15 @@ def run_spec(spec: dict) -> Dict[str, bytes]:
         if b["type"] not in usage:
             raise ValueError("binding {} has unknown type {!r} (expected one of {})".format(
                 b["binding"], b["type"], sorted(usage)))
+    passes = spec.get("passes") or [{"entry": spec["entry"], "workgroups": spec["workgroups"]}]
+    for i, p in enumerate(passes):
+        groups = p.get("workgroups")
+        if (not isinstance(p.get("entry"), str) or not isinstance(groups, (list, tuple)) or len(groups) != 3
+                or not all(isinstance(n, int) and n >= 0 for n in groups)):
+            raise ValueError("spec passes[{}] must be {{'entry': str, 'workgroups': [x, y, z] non-negative "
+                             "ints}}, got {!r}".format(i, p))
     dev = device()
-    pipeline, layout = _pipeline(spec)
+    pipelines = [_pipeline(spec, p["entry"]) for p in passes]
     buffers = {}
     entries = []
     for b in spec["bindings"]:
@@ -154,13 +164,13 @@ def run_spec(spec: dict) -> Dict[str, bytes]:
             buf = dev.create_buffer_with_data(data=bytes(b["data"]), usage=usage[b["type"]])
         buffers[b["name"]] = buf
         entries.append({"binding": b["binding"], "resource": {"buffer": buf, "offset": 0, "size": b["size"]}})
-    bind_group = dev.create_bind_group(layout=layout, entries=entries)
 
     encoder = dev.create_command_encoder()
     compute = encoder.begin_compute_pass()
-    compute.set_pipeline(pipeline)
-    compute.set_bind_group(0, bind_group)
-    compute.dispatch_workgroups(*spec["workgroups"])
+    for p, (pipeline, layout) in zip(passes, pipelines):
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, dev.create_bind_group(layout=layout, entries=entries))
+        compute.dispatch_workgroups(*p["workgroups"])
     compute.end()
     dev.queue.submit([encoder.finish()])
     return {

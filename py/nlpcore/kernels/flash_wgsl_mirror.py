@@ -172,7 +172,11 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
 
     Returns:
         ``{"shader", "entry", "constants", "bindings", "workgroups", "meta"}``: bindings are
-        ``{"binding", "type", "data" (bytes or None = zero-filled), "size", "name", "output"}``;
+        ``{"binding", "type", "data" (bytes or None = zero-filled), "size", "name", "output"}``.
+        The naive shader's spec also has ``"passes"``: ``[{"entry", "workgroups"}, ...]``,
+        dispatches to run in order over the same bindings (scores, softmax, pv); a runner
+        given ``passes`` runs those and not the top-level ``entry``/``workgroups`` (which
+        repeat the first pass's, for display). The flash spec is a single dispatch.
         outputs ``o`` and ``lse`` are to be read back as bytes and passed to
         :func:`decode_outputs`; ``meta`` carries shapes and the plan for display.
     """
@@ -192,9 +196,11 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
         _binding(5, "storage", "o", None, size=n_batch * n_q * dv * 4, output=True),
         _binding(6, "storage", "lse", None, size=n_batch * n_q * 4, output=True),
     ]
+    passes = None
     if shader == FLASH_SHADER:
         constants = plan.constants()
-        groups_x = -(-n_q // plan.br)
+        workgroups = [-(-n_q // plan.br), 1, n_batch]
+        counts = (("x (query tiles)", workgroups[0]), ("z (batch entries)", n_batch))
     else:
         constants = {"D": d, "DV": dv, "WG": plan.workgroup_size}
         s_bytes = n_batch * n_q * n_k * 4
@@ -204,19 +210,27 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
                 "maxStorageBufferBindingSize of {} bytes".format(s_bytes, MAX_BUFFER_BYTES)
             )
         bindings.append(_binding(7, "storage", "s", None, size=s_bytes))
-        groups_x = -(-n_q // plan.workgroup_size)
-    for axis, count in (("x (query tiles)", groups_x), ("z (batch entries)", n_batch)):
+        wg = plan.workgroup_size
+        passes = [
+            {"entry": "scores", "workgroups": [-(-n_k // wg), n_q, n_batch]},
+            {"entry": "softmax", "workgroups": [n_q, 1, n_batch]},
+            {"entry": "pv", "workgroups": [-(-dv // wg), n_q, n_batch]},
+        ]
+        workgroups = passes[0]["workgroups"]
+        counts = (("x (key blocks)", workgroups[0]), ("y and x (query rows)", n_q),
+                  ("z (batch entries)", n_batch))
+    for axis, count in counts:
         if count > MAX_WORKGROUPS:
             raise ValueError(
                 "the dispatch needs {} workgroups along {}, over WebGPU's default "
                 "maxComputeWorkgroupsPerDimension of {}".format(count, axis, MAX_WORKGROUPS)
             )
-    return {
+    spec = {
         "shader": shader,
-        "entry": "main",
+        "entry": "main" if passes is None else passes[0]["entry"],
         "constants": constants,
         "bindings": bindings,
-        "workgroups": [groups_x, 1, n_batch],
+        "workgroups": workgroups,
         "meta": {
             "batch_shape": list(launch.batch),
             "n_q": n_q,
@@ -228,6 +242,9 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
             "plan": plan.as_dict(),
         },
     }
+    if passes is not None:
+        spec["passes"] = passes
+    return spec
 
 
 def _binding(index: int, kind: str, name: str, data: Optional[bytes], *, size: Optional[int] = None,
