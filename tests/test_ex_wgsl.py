@@ -82,7 +82,7 @@ def test_layout_of_the_lab_shader_matches_tiling(d, dv):
     and tiling.bytes_needed; and the largest plan that fits equals tiling.plan's choice."""
     info = ex_wgsl.parse_shader(text("flash_fwd.wgsl"))
     plan = tiling.plan(d, 4, dv=dv)
-    host = {"BR": plan.br, "BC": plan.bc, "D": d, "DV": dv, "WG": 64}
+    host = {"BR": plan.br, "BC": plan.bc, "D": d, "DV": dv, "WG": plan.workgroup_size}
     lay = ex_wgsl.layout(info, host)
     assert lay.bytes_used == plan.bytes_used
     assert [(n, b) for n, b, _ in lay.arrays] == list(plan.arrays)

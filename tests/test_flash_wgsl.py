@@ -328,3 +328,112 @@ def test_run_spec_is_generic(gpu):
     spec["bindings"][1] = dict(spec["bindings"][1], type="texture")
     with pytest.raises(ValueError, match="unknown type 'texture'"):
         gpu.run_spec(spec)
+
+
+# --- lavapipe's loop limiter: multi-pass naive spec, the loop-count bound, the guard, large N ---
+
+def test_naive_spec_runs_three_passes():
+    q, k, v, _ = make_inputs(16, (3,), 21, 10, 16, 8)
+    plan = tiling.plan(16, dv=8, workgroup_size=4)
+    spec = mirror.dispatch_spec(q, k, v, plan=plan, shader="attention_naive.wgsl")
+    assert spec["passes"] == [
+        {"entry": "scores", "workgroups": [3, 21, 3]},   # ceil(Nk / WG) key blocks, Nq rows, B
+        {"entry": "softmax", "workgroups": [21, 1, 3]},  # a workgroup per query row
+        {"entry": "pv", "workgroups": [2, 21, 3]},       # ceil(dv / WG) column blocks
+    ]
+    assert (spec["entry"], spec["workgroups"]) == ("scores", [3, 21, 3])
+    assert "passes" not in mirror.dispatch_spec(q, k, v, plan=plan)  # flash: one dispatch
+
+
+def _spec_with(n_k, d, **plan_args):
+    q, k, v, _ = make_inputs(17, (), 4, n_k, d)
+    return mirror.dispatch_spec(q, k, v, plan=tiling.plan(d, **plan_args))
+
+
+def test_loop_iterations_counted_by_hand():
+    from nlpcore.kernels import flash_wgpu
+
+    # BR = BC = 2, D = DV = 4, WG = 4, Nk = 4 (two key tiles). A strided loop over n elements
+    # costs ceil(n / 4) iterations + 1 exit test; a loop nested in it costs its own count per
+    # outer iteration. dot = (4/4 + 1) + (0 + 1) = 3; pv = (2/4 + 1) + (2 + 1) = 4.
+    # Per tile: j 1 + K 3 + V 3 + S 1·(1 + 3) + 1 + softmax 1·(1 + 2·3) + 1 + O 2·(1 + 4) + 1 = 31.
+    # Before the tiles: Q 3 + O 3 + m, l 2 = 8; after: 3 + 2 = 5; the j loop's exit test 1.
+    q, k, v, _ = make_inputs(18, (), 3, 4, 4)
+    spec = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, workgroup_size=4))
+    assert flash_wgpu.loop_iterations(spec) == 8 + 2 * 31 + 1 + 5
+    # The naive shader's busiest pass, here softmax: 3 strided loops over Nk + 2 loops over WG.
+    naive = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, workgroup_size=4),
+                                 shader="attention_naive.wgsl")
+    assert flash_wgpu.loop_iterations(naive) == 3 * (1 + 1) + 2 * (4 + 1)
+    # A learner's inline shader of the same shape is counted one product per step.
+    big = _spec_with(4096, 64)
+    assert flash_wgpu.loop_iterations(dict(big, code="// inline")) > flash_wgpu.loop_iterations(big)
+    assert flash_wgpu.loop_iterations(dict(spec, shader="other.wgsl")) is None
+
+
+def test_default_plan_fits_the_loop_limit_at_the_benchmark_sizes():
+    from nlpcore.kernels import flash_wgpu
+
+    limit = flash_wgpu.LAVAPIPE_LOOP_LIMIT
+    spec = _spec_with(4096, 64)
+    assert flash_wgpu.loop_iterations(spec) <= limit
+    assert flash_wgpu.loop_iterations(_spec_with(8192, 64)) > limit
+    n_max = flash_wgpu.largest_n_k(spec)
+    assert flash_wgpu.loop_iterations(_spec_with(n_max, 64)) <= limit < flash_wgpu.loop_iterations(
+        _spec_with(n_max + 1, 64))
+    q, k, v, _ = make_inputs(19, (), 4, 4096, 64)
+    naive = mirror.dispatch_spec(q, k, v, shader="attention_naive.wgsl")
+    assert flash_wgpu.loop_iterations(naive) == 4096 + 1  # pv pass: one iteration per key
+
+
+def test_guard_names_the_limit_and_the_largest_n():
+    from nlpcore.kernels import flash_wgpu
+
+    spec = _spec_with(8192, 64)
+    with pytest.raises(ValueError, match=r"65535 loop iterations; this dispatch of flash_fwd.wgsl "
+                                         r"needs ~\d+ .*use N <= {} keys".format(flash_wgpu.largest_n_k(spec))):
+        flash_wgpu.check_loop_budget(spec)
+    flash_wgpu.check_loop_budget(_spec_with(4096, 64))  # within the limit: no error
+
+
+PROBE = """
+@group(0) @binding(0) var<uniform> p: vec4<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(1)
+fn main() {
+  var n = 0u;
+  for (var i = 0u; i < p.x; i++) { n += 1u; }
+  out[0] = n;
+}
+"""
+
+
+def test_lavapipe_stops_long_loops_and_run_spec_refuses_them(gpu):
+    if not gpu.has_loop_limiter():
+        pytest.skip("adapter {} is not llvmpipe/lavapipe".format(gpu.adapter_name()))
+    # The limiter itself: a loop asked for 70000 iterations (a runtime count, so nothing is
+    # unrolled) stops at 65535, with no error.
+    spec = {"shader": "probe.wgsl", "code": PROBE, "entry": "main", "constants": {},
+            "bindings": [
+                {"binding": 0, "type": "uniform", "data": np.array([70000, 0, 0, 0], "<u4").tobytes(),
+                 "size": 16, "name": "p", "output": False},
+                {"binding": 1, "type": "storage", "data": None, "size": 4, "name": "out", "output": True}],
+            "workgroups": [1, 1, 1]}
+    assert int(np.frombuffer(gpu.run_spec(spec)["out"], "<u4")[0]) == gpu.LAVAPIPE_LOOP_LIMIT
+    # ... so a flash dispatch whose bound is over the limit is refused before it runs.
+    q, k, v, _ = make_inputs(20, (), 2, 8192, 64)
+    with pytest.raises(ValueError, match="lavapipe/llvmpipe stops a shader invocation"):
+        gpu.forward(q, k, v)
+
+
+@pytest.mark.parametrize("n", [1024, 2048])
+def test_both_shaders_match_the_reference_at_benchmark_sizes(gpu, n):
+    # N = 2048 was the largest size the old one-row-per-invocation naive shader could not do
+    # on lavapipe (wrong from N ≈ 490); both shaders must now be right here (~3 s in all).
+    q, k, v, _ = make_inputs(21, (), n, n, 64)
+    o_ref, lse_ref = _reference(q, k, v, False, None)
+    inputs = describe((), n, n, 64, 64, False, None, tiling.plan(64))
+    for name, run in (("flash", gpu.forward), ("naive", gpu.naive_forward)):
+        o, lse = run(q, k, v)
+        assert_relative(o, o_ref, SHADER_REL, "o ({} shader vs reference)".format(name), inputs)
+        assert_relative(lse, lse_ref, SHADER_REL, "lse ({} shader vs reference)".format(name), inputs)

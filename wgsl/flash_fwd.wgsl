@@ -43,6 +43,22 @@
 //     it a key-padding mask: one row of bits per batch, shared by every query.
 //
 // Dispatch: workgroups (ceil(Nq / BR), 1, B).
+//
+// Loop budget. Mesa's lavapipe/llvmpipe (the CPU Vulkan driver wgpu-py runs on without a GPU)
+// stops a shader invocation after 65535 loop iterations in total, counting every iteration of
+// every loop plus one exit test per loop entered, and leaves wrong output without an error
+// (gallivm's loop limiter). Each invocation here does 1/WG of a query tile's work, so its count
+// grows with N / BC key tiles; per key tile it is about
+//   ceil(BC·D/WG) + ceil(BC·DV/WG)                         staging K_j, V_j
+//   + ceil(BR·BC/WG) · (D/4 + D%4 + 3)                      scores, four products per iteration
+//   + ceil(BR/WG) · (2·BC + 3) + ceil(BR·DV/WG) · (BC/4 + BC%4 + 3) + a few
+// without counting any help from the compiler unrolling loops (Mesa does unroll the short
+// constant-trip ones). With the default plan for d = dv = 64 (BR = 16, BC = 8, WG = 128) that
+// is 92 per key tile: about 47,000 at N = 4096, within the limit up to N = 5,688 keys; at
+// d = dv = 128 (BR = 8, BC = 4) up to N = 2,844, at d = dv = 256 (BR = 4, BC = 2) up to 1,022.
+// nlpcore.kernels.flash_wgpu.loop_iterations computes this count for a dispatch and refuses
+// one that would pass the limit on lavapipe. Browsers (Dawn on SwiftShader or a GPU) have no
+// such limit.
 
 // A masked score. WGSL has no infinity literal, and an implementation may assume floats are
 // finite (WGSL spec, "Floating Point Evaluation"), so -inf is not portable: an expression
@@ -166,7 +182,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       var s = MASKED_SCORE;
       if (r < rows && c < cols && allowed(b, q0 + r, k0 + c)) {
         var dot = 0.0;
-        for (var x = 0u; x < D; x++) {
+        var x = 0u;
+        for (; x + 4u <= D; x += 4u) {       // four products per iteration (see "Loop budget")
+          let qx = r * D + x;
+          let kx = c * D + x;
+          dot += q_tile[qx] * k_tile[kx] + q_tile[qx + 1u] * k_tile[kx + 1u]
+               + q_tile[qx + 2u] * k_tile[kx + 2u] + q_tile[qx + 3u] * k_tile[kx + 3u];
+        }
+        for (; x < D; x++) {                 // the last D % 4 products
           dot += q_tile[r * D + x] * k_tile[c * D + x];
         }
         s = params.scale * dot;
@@ -202,7 +225,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       let r = e / DV;
       let c = e % DV;
       var acc = 0.0;
-      for (var kk = 0u; kk < BC; kk++) {
+      var kk = 0u;
+      for (; kk + 4u <= BC; kk += 4u) {      // four products per iteration (see "Loop budget")
+        let sk = r * BC + kk;
+        acc += s_tile[sk] * v_tile[kk * DV + c] + s_tile[sk + 1u] * v_tile[(kk + 1u) * DV + c]
+             + s_tile[sk + 2u] * v_tile[(kk + 2u) * DV + c] + s_tile[sk + 3u] * v_tile[(kk + 3u) * DV + c];
+      }
+      for (; kk < BC; kk++) {                // the last BC % 4 products
         acc += s_tile[r * BC + kk] * v_tile[kk * DV + c];
       }
       o_tile[e] = alpha_row[r] * o_tile[e] + acc;

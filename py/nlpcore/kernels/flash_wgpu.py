@@ -14,6 +14,12 @@ workgroup storage ... is larger than the maximum allowed"). What keeps both unde
 the plan's own accounting, :func:`nlpcore.kernels.tiling.bytes_needed`, which counts exactly as
 the WebGPU spec (and Dawn) does.
 
+One limit is stricter here than in a browser: Mesa's lavapipe/llvmpipe stops a shader
+invocation after 65535 loop iterations in total (gallivm's loop limiter) and leaves whatever it
+had written, with no error. :func:`loop_iterations` bounds what one invocation of either shader
+loops for a given spec, and :func:`run_spec` refuses, with a ValueError saying the largest N
+that fits, a dispatch whose bound is over the limit on such an adapter.
+
 ``wgpu`` is imported on first use, so importing this module never fails; calling it without
 wgpu installed raises ImportError saying what to install.
 """
@@ -37,6 +43,11 @@ _REQUIRED_LIMITS = {
     "max-compute-invocations-per-workgroup": tiling.WEBGPU_DEFAULT_INVOCATIONS,
     "max-storage-buffer-binding-size": mirror.MAX_BUFFER_BYTES,
 }
+
+LAVAPIPE_LOOP_LIMIT = 65535
+"""Loop iterations after which Mesa's llvmpipe/lavapipe silently stops a shader invocation
+(gallivm's ``LP_MAX_TGSI_LOOP_ITERATIONS``; it counts every iteration of every loop, plus one
+exit test for each loop entered, over the whole invocation)."""
 
 _device = None  # the GPUDevice, created on first use
 _pipelines: Dict[tuple, object] = {}  # (shader, entry, constants, binding types) -> pipeline
@@ -96,6 +107,113 @@ def adapter_name() -> str:
     return "{} ({})".format(info.get("device", "?"), info.get("backend_type", "?"))
 
 
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _strided(count: int, wg: int) -> int:
+    """Counted iterations of ``for (var e = t; e < count; e += WG) {}`` for t = 0 (the busiest
+    invocation), plus its exit test."""
+    return _ceil_div(count, wg) + 1
+
+
+def _flash_iterations(c: Dict[str, int], n_k: int, unrolled: bool) -> int:
+    """Loop iterations of one invocation of flash_fwd.wgsl, loop by loop as the shader is
+    written (its "Loop budget" comment), over all ceil(n_k / BC) key tiles and assuming the
+    compiler unrolls nothing. ``unrolled``: the inner products go four per iteration, as in
+    wgsl/flash_fwd.wgsl; False for a shader of the same shape written one product per step."""
+    br, bc, d, dv, wg = c["BR"], c["BC"], c["D"], c["DV"], c["WG"]
+    dot = (d // 4 + 1) + (d % 4 + 1) if unrolled else d + 1
+    pv = (bc // 4 + 1) + (bc % 4 + 1) if unrolled else bc + 1
+    per_tile = (
+        1                                                    # the j loop itself
+        + _strided(bc * d, wg) + _strided(bc * dv, wg)       # stage K_j, V_j
+        + _ceil_div(br * bc, wg) * (1 + dot) + 1             # S_ij
+        + _ceil_div(br, wg) * (1 + 2 * (bc + 1)) + 1         # online softmax, two loops per row
+        + _ceil_div(br * dv, wg) * (1 + pv) + 1              # O_i update
+    )
+    before = _strided(br * d, wg) + _strided(br * dv, wg) + _strided(br, wg)
+    after = _strided(br * dv, wg) + _strided(br, wg)
+    return before + _ceil_div(n_k, bc) * per_tile + 1 + after
+
+
+def _naive_iterations(c: Dict[str, int], n_k: int) -> int:
+    """Loop iterations of the busiest invocation of attention_naive.wgsl's three passes."""
+    d, wg = c["D"], c["WG"]
+    scores = d + 1
+    softmax = 3 * _strided(n_k, wg) + 2 * (wg + 1)
+    pv = n_k + 1
+    return max(scores, softmax, pv)
+
+
+def _iterations_at(spec: dict, n_k: int) -> Optional[int]:
+    try:
+        if spec["shader"] == mirror.FLASH_SHADER:
+            return _flash_iterations(spec["constants"], n_k, unrolled=spec.get("code") is None)
+        if spec["shader"] == mirror.NAIVE_SHADER and spec.get("code") is None:
+            return _naive_iterations(spec["constants"], n_k)
+    except (KeyError, TypeError):  # constants of another shape: nothing known to count
+        return None
+    return None
+
+
+def _n_k(spec: dict) -> Optional[int]:
+    """Nk from the spec's ``params`` uniform (struct Params: n_q, n_k, ...)."""
+    for b in spec["bindings"]:
+        if b.get("name") == "params" and b.get("data") is not None and len(b["data"]) >= 8:
+            return int(np.frombuffer(bytes(b["data"][:8]), dtype="<u4")[1])
+    return None
+
+
+def loop_iterations(spec: dict) -> Optional[int]:
+    """An upper bound on the loop iterations one invocation runs for this dispatch spec, counted
+    as lavapipe's loop limiter counts them (see :data:`LAVAPIPE_LOOP_LIMIT`), with no credit
+    for loops the compiler may unroll; None for a shader it does not know.
+
+    flash_fwd.wgsl: about ceil(Nk / BC) key tiles times the per-tile count of the shader's
+    "Loop budget" comment (92 for d = dv = 64 with the default plan). attention_naive.wgsl:
+    the longest of its three passes, Nk + 1 in its ``pv`` pass once Nk is large.
+    """
+    n_k = _n_k(spec)
+    return None if n_k is None else _iterations_at(spec, n_k)
+
+
+def largest_n_k(spec: dict, limit: int = LAVAPIPE_LOOP_LIMIT) -> Optional[int]:
+    """The largest Nk for which :func:`loop_iterations` of this spec's shader and constants
+    stays within ``limit``; None for an unknown shader, 0 when not even Nk = 1 fits."""
+    if _iterations_at(spec, 1) is None:
+        return None
+    lo, hi = 0, 1 << 24  # the count grows with Nk: bisect for the last n_k within the limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _iterations_at(spec, mid) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def has_loop_limiter() -> bool:
+    """Is the adapter Mesa's llvmpipe/lavapipe, which stops long-looping invocations?"""
+    info = device().adapter.info
+    text = " ".join(str(info.get(key, "")) for key in ("device", "description", "vendor")).lower()
+    return "llvmpipe" in text or "lavapipe" in text
+
+
+def check_loop_budget(spec: dict) -> None:
+    """Raise ValueError when ``spec`` would pass lavapipe's loop limit (whatever the adapter)."""
+    count = loop_iterations(spec)
+    if count is not None and count > LAVAPIPE_LOOP_LIMIT:
+        raise ValueError(
+            "lavapipe/llvmpipe stops a shader invocation after {} loop iterations; this dispatch of "
+            "{} needs ~{} (Nk = {}, constants {}); use N <= {} keys with these constants, or "
+            "run it in a browser".format(
+                LAVAPIPE_LOOP_LIMIT, spec["shader"], count, _n_k(spec), spec["constants"],
+                largest_n_k(spec),
+            )
+        )
+
+
 def _pipeline(spec: dict, entry: str):
     wgpu = _wgpu()
 
@@ -126,7 +244,7 @@ def _pipeline(spec: dict, entry: str):
     return _pipelines[key]
 
 
-def run_spec(spec: dict) -> Dict[str, bytes]:
+def run_spec(spec: dict, *, check_loops: bool = True) -> Dict[str, bytes]:
     """Execute a dispatch spec; return ``{name: bytes}`` for every binding marked ``output``.
 
     Generic on purpose: it knows nothing about attention, exactly like the page's gpu.js. A spec
@@ -134,6 +252,11 @@ def run_spec(spec: dict) -> Dict[str, bytes]:
     A spec with ``"passes": [{"entry", "workgroups"}, ...]`` runs those dispatches in order, in
     one compute pass over the same buffers (WebGPU orders one dispatch's storage writes before
     the next one's reads); without it, the one dispatch ``"entry"`` x ``"workgroups"`` runs.
+
+    Raises:
+        ValueError: on lavapipe/llvmpipe, when :func:`loop_iterations` of the spec is over
+            :data:`LAVAPIPE_LOOP_LIMIT` (the driver would silently return wrong numbers);
+            ``check_loops=False`` skips this (only for showing what the limiter does).
     """
     wgpu = _wgpu()
 
@@ -153,6 +276,8 @@ def run_spec(spec: dict) -> Dict[str, bytes]:
                 or not all(isinstance(n, int) and n >= 0 for n in groups)):
             raise ValueError("spec passes[{}] must be {{'entry': str, 'workgroups': [x, y, z] non-negative "
                              "ints}}, got {!r}".format(i, p))
+    if check_loops and has_loop_limiter():
+        check_loop_budget(spec)
     dev = device()
     pipelines = [_pipeline(spec, p["entry"]) for p in passes]
     buffers = {}
