@@ -75,6 +75,10 @@ GRID = [
     ((2,), 21, 9, 80, 80, False, "full"),
     ((), 45, 70, 128, None, True, "padding"),
     ((2,), 17, 23, 128, 64, False, None),
+    # head dims that are not multiples of 4: the shader's four-a-step loops have remainders
+    ((2,), 23, 29, 7, 5, True, "padding"),
+    ((2,), 12, 19, 13, 6, False, "full"),
+    ((), 9, 11, 3, 1, False, None),
 ]
 
 
@@ -355,12 +359,13 @@ def test_loop_iterations_counted_by_hand():
 
     # BR = BC = 2, D = DV = 4, WG = 4, Nk = 4 (two key tiles). A strided loop over n elements
     # costs ceil(n / 4) iterations + 1 exit test; a loop nested in it costs its own count per
-    # outer iteration. dot = (4/4 + 1) + (0 + 1) = 3; pv = (2/4 + 1) + (2 + 1) = 4.
-    # Per tile: j 1 + K 3 + V 3 + S 1·(1 + 3) + 1 + softmax 1·(1 + 2·3) + 1 + O 2·(1 + 4) + 1 = 31.
+    # outer iteration. dot = (4/4 + 1) + (0 + 1) = 3; O goes four columns a step, so its
+    # BR·ceil(DV/4) = 2 steps are 1 per invocation, each with a BC-loop of 2 + 1.
+    # Per tile: j 1 + K 3 + V 3 + S 1·(1 + 3) + 1 + softmax 1·(1 + 2·3) + 1 + O 1·(1 + 3) + 1 = 25.
     # Before the tiles: Q 3 + O 3 + m, l 2 = 8; after: 3 + 2 = 5; the j loop's exit test 1.
     q, k, v, _ = make_inputs(18, (), 3, 4, 4)
     spec = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, workgroup_size=4))
-    assert flash_wgpu.loop_iterations(spec) == 8 + 2 * 31 + 1 + 5
+    assert flash_wgpu.loop_iterations(spec) == 8 + 2 * 25 + 1 + 5
     # The naive shader's busiest pass, here softmax: 3 strided loops over Nk + 2 loops over WG.
     naive = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, workgroup_size=4),
                                  shader="attention_naive.wgsl")

@@ -118,7 +118,7 @@ def test_constants_are_exactly_the_shader_overrides():
     overrides = set(re.findall(r"^override\s+(\w+)\s*:\s*u32\s*;", source, flags=re.M))
     plan = tiling.plan(80)
     assert set(plan.constants()) == overrides == {"BR", "BC", "D", "DV", "WG"}
-    assert plan.constants() == {"BR": plan.br, "BC": plan.bc, "D": 80, "DV": 80, "WG": 128}
+    assert plan.constants() == {"BR": plan.br, "BC": plan.bc, "D": 80, "DV": 80, "WG": 64}
     # No default values in the shader: sizes come only from the plan.
     assert not re.search(r"^override\s+\w+\s*:\s*u32\s*=", source, flags=re.M)
 

@@ -51,17 +51,18 @@
 // stops a shader invocation after 65535 loop iterations in total, counting every iteration of
 // every loop plus one exit test per loop entered, and leaves wrong output without an error
 // (gallivm's loop limiter). Each invocation here does 1/WG of a query tile's work, so its count
-// grows with N / BC key tiles; per key tile it is about
-//   ceil(BC·D/WG) + ceil(BC·DV/WG)                         staging K_j, V_j
-//   + ceil(BR·BC/WG) · (D/4 + D%4 + 3)                      scores, four products per iteration
-//   + ceil(BR/WG) · (2·BC + 3) + ceil(BR·DV/WG) · (BC/4 + BC%4 + 3) + a few
-// without counting any help from the compiler unrolling loops (Mesa does unroll the short
-// constant-trip ones). With the default plan for d = dv = 64 (BR = 16, BC = 8, WG = 128) that
-// is 92 per key tile: about 47,000 at N = 4096, within the limit up to N = 5,688 keys; at
-// d = dv = 128 (BR = 8, BC = 4) up to N = 2,844, at d = dv = 256 (BR = 4, BC = 2) up to 1,022.
-// nlpcore.kernels.flash_wgpu.loop_iterations computes this count for a dispatch and refuses
-// one that would pass the limit on lavapipe. Browsers (Dawn on SwiftShader or a GPU) have no
-// such limit.
+// grows with the N / BC key tiles; per key tile it is about
+//   ceil(BC·D/WG) + ceil(BC·DV/WG)                              staging K_j, V_j
+//   + ceil(BR·BC/WG) · (D/4 + D%4 + 3)                           scores, four products a step
+//   + ceil(BR/WG) · (2·BC + 3) + ceil(BR·ceil(DV/4)/WG) · (BC + 2)   softmax; O, four columns a step
+//   + a few,
+// without counting any help from the compiler unrolling loops (Mesa does unroll short loops
+// of constant trip count). With the default plan for d = dv = 64 (BR = 16, BC = 8, WG = 64)
+// that is 119 per key tile: about 61,000 at N = 4096, within the limit up to N = 4,400 keys;
+// d = dv = 32: up to 4,816; d = dv = 128 (BR = 8, BC = 4): up to 2,844; d = dv = 256: 1,168.
+// nlpcore.kernels.flash_wgpu.loop_iterations computes this count for a dispatch, and
+// flash_wgpu.run_spec refuses one over the limit on lavapipe. Browsers (Dawn on SwiftShader or
+// a GPU) have no such limit.
 
 // A masked score. WGSL has no infinity literal, and an implementation may assume floats are
 // finite (WGSL spec, "Floating Point Evaluation"), so -inf is not portable: an expression
@@ -225,21 +226,33 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
     workgroupBarrier();
 
-    // O_i = diag(alpha) O_i + P~_ij V_j, one output element per step.
-    for (var e = t; e < BR * DV; e += WG) {
-      let r = e / DV;
-      let c = e % DV;
-      var acc = 0.0;
-      var kk = 0u;
-      for (; kk + 4u <= BC; kk += 4u) {      // four products per iteration (see "Loop budget")
-        let sk = r * BC + kk;
-        acc += s_tile[sk] * v_tile[kk * DV + c] + s_tile[sk + 1u] * v_tile[(kk + 1u) * DV + c]
-             + s_tile[sk + 2u] * v_tile[(kk + 2u) * DV + c] + s_tile[sk + 3u] * v_tile[(kk + 3u) * DV + c];
+    // O_i = diag(alpha) O_i + P~_ij V_j, four output columns c .. c+3 of a row per step: they
+    // share each P~ load, and one step counts once against lavapipe's loop limit. In a last
+    // group that runs past DV the extra lanes read column DV - 1 again and are not stored.
+    let groups = ceil_div(DV, 4u);
+    for (var e = t; e < BR * groups; e += WG) {
+      let r = e / groups;
+      let c = (e % groups) * 4u;
+      let c1 = min(c + 1u, DV - 1u);
+      let c2 = min(c + 2u, DV - 1u);
+      let c3 = min(c + 3u, DV - 1u);
+      var acc = vec4<f32>(0.0);
+      for (var kk = 0u; kk < BC; kk++) {
+        let vk = kk * DV;
+        acc += s_tile[r * BC + kk] * vec4<f32>(v_tile[vk + c], v_tile[vk + c1], v_tile[vk + c2], v_tile[vk + c3]);
       }
-      for (; kk < BC; kk++) {                // the last BC % 4 products
-        acc += s_tile[r * BC + kk] * v_tile[kk * DV + c];
+      let alpha = alpha_row[r];
+      let oc = r * DV + c;
+      o_tile[oc] = alpha * o_tile[oc] + acc.x;
+      if (c + 1u < DV) {
+        o_tile[oc + 1u] = alpha * o_tile[oc + 1u] + acc.y;
       }
-      o_tile[e] = alpha_row[r] * o_tile[e] + acc;
+      if (c + 2u < DV) {
+        o_tile[oc + 2u] = alpha * o_tile[oc + 2u] + acc.z;
+      }
+      if (c + 3u < DV) {
+        o_tile[oc + 3u] = alpha * o_tile[oc + 3u] + acc.w;
+      }
     }
   }
   workgroupBarrier();

@@ -121,16 +121,18 @@ def _flash_iterations(c: Dict[str, int], n_k: int, unrolled: bool) -> int:
     """Loop iterations of one invocation of flash_fwd.wgsl, loop by loop as the shader is
     written (its "Loop budget" comment), over all ceil(n_k / BC) key tiles and assuming the
     compiler unrolls nothing. ``unrolled``: the inner products go four per iteration, as in
-    wgsl/flash_fwd.wgsl; False for a shader of the same shape written one product per step."""
+    wgsl/flash_fwd.wgsl, and the O update goes four columns per step; False for a shader of the
+    same shape written one product and one output element per step."""
     br, bc, d, dv, wg = c["BR"], c["BC"], c["D"], c["DV"], c["WG"]
     dot = (d // 4 + 1) + (d % 4 + 1) if unrolled else d + 1
-    pv = (bc // 4 + 1) + (bc % 4 + 1) if unrolled else bc + 1
+    # O update: four columns per step in flash_fwd.wgsl, one per step in a plainer shader.
+    pv_steps = _ceil_div(br * _ceil_div(dv, 4), wg) if unrolled else _ceil_div(br * dv, wg)
     per_tile = (
         1                                                    # the j loop itself
         + _strided(bc * d, wg) + _strided(bc * dv, wg)       # stage K_j, V_j
         + _ceil_div(br * bc, wg) * (1 + dot) + 1             # S_ij
         + _ceil_div(br, wg) * (1 + 2 * (bc + 1)) + 1         # online softmax, two loops per row
-        + _ceil_div(br * dv, wg) * (1 + pv) + 1              # O_i update
+        + pv_steps * (1 + bc + 1) + 1                        # O_i update
     )
     before = _strided(br * d, wg) + _strided(br * dv, wg) + _strided(br, wg)
     after = _strided(br * dv, wg) + _strided(br, wg)

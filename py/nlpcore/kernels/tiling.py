@@ -141,7 +141,7 @@ def plan(
     dv: Optional[int] = None,
     br: Optional[int] = None,
     bc: Optional[int] = None,
-    workgroup_size: int = 128,
+    workgroup_size: int = 64,
     max_block: int = 64,
 ) -> TilePlan:
     """Choose Br and Bc so the workgroup arrays fit in ``storage_limit`` bytes.
@@ -157,10 +157,10 @@ def plan(
         storage_limit: workgroup memory budget in bytes (WebGPU default 16384).
         dv: head dimension of v, default d.
         br, bc: fixed block sizes, or None to choose.
-        workgroup_size: invocations per workgroup, 1..256 (WebGPU's default maximum). The
-            default 128 splits a query tile's work finely enough that no invocation of
-            ``flash_fwd.wgsl`` passes lavapipe's 65535-iteration loop limit at N = 4096, d = 64
-            (see the shader's "Loop budget"; 64 would need ~81,000).
+        workgroup_size: invocations per workgroup, 1..256 (WebGPU's default maximum; 64 is the
+            size WebGPU samples use). Larger sizes share a tile's work among more invocations,
+            so each loops less (lavapipe's loop limit, see ``flash_fwd.wgsl``'s "Loop budget"),
+            but a CPU adapter pays more per barrier.
         max_block: largest Br or Bc considered when choosing (64 keeps one tile's loops short).
 
     Returns:
