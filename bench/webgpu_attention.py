@@ -306,15 +306,17 @@ def limits_note(engine: dict) -> str:
     probe = engine.get("loop_probe") or {}
     if probe.get("capped"):
         parts.append(
-            "Cause, measured by a probe shader in the same run: the driver stops each invocation after about {} "
-            "loop iterations in total (Mesa llvmpipe's loop limiter). The naive shader's one invocation per row "
-            "loops ~(2d + 2)·N times (S, softmax, P·V), over the cap from N ≈ 490; the tiled shader's loops grow "
-            "with the number of key tiles N/Bc.".format(probe["total_iterations_executed"]))
+            "{}The driver stops each invocation after about {} loop iterations in total (Mesa llvmpipe's loop "
+            "limiter, measured by a probe shader in the same run); both shaders are written to stay under it at "
+            "these sizes (nlpcore.kernels.flash_wgpu.loop_iterations bounds the count, and flash_wgpu refuses a "
+            "dispatch over it).".format("Likely cause: " if wrong else "",
+                                        probe["total_iterations_executed"]))
     parts.append(
         "{} runs the shaders on the CPU: workgroup memory is ordinary cached RAM, so tiling saves no slow-memory "
-        "traffic, while every workgroupBarrier() costs a switch between the invocations the driver emulates; the "
-        "naive shader (one invocation per query row, no barriers) parallelises freely. The claim is about GPU HBM "
-        "traffic, which a CPU adapter cannot show.".format(engine.get("adapter") or engine["engine"]))
+        "traffic, while every workgroupBarrier() (four per key tile in the tiled shader) costs a switch between "
+        "the invocations the driver emulates; the naive shader's three passes (scores, softmax, P·V) spread over "
+        "N² and N·dv invocations with no barrier in their long loops. The claim is about GPU HBM traffic, which "
+        "a CPU adapter cannot show.".format(engine.get("adapter") or engine["engine"]))
     return " ".join(parts)
 
 
