@@ -304,13 +304,12 @@ def limits_note(engine: dict) -> str:
         parts.append("Wrong shader output on this adapter ({}), so those sizes have no valid ratio.".format(
             ", ".join(wrong)))
     probe = engine.get("loop_probe") or {}
-    if probe.get("capped"):
+    if probe.get("capped") and wrong:
         parts.append(
-            "{}The driver stops each invocation after about {} loop iterations in total (Mesa llvmpipe's loop "
-            "limiter, measured by a probe shader in the same run); both shaders are written to stay under it at "
-            "these sizes (nlpcore.kernels.flash_wgpu.loop_iterations bounds the count, and flash_wgpu refuses a "
-            "dispatch over it).".format("Likely cause: " if wrong else "",
-                                        probe["total_iterations_executed"]))
+            "Likely cause: the driver stops each invocation after about {} loop iterations in total (Mesa "
+            "llvmpipe's loop limiter, measured by a probe shader in the same run); "
+            "nlpcore.kernels.flash_wgpu.loop_iterations bounds a dispatch's count.".format(
+                probe["total_iterations_executed"]))
     parts.append(
         "{} runs the shaders on the CPU: workgroup memory is ordinary cached RAM, so tiling saves no slow-memory "
         "traffic, while every workgroupBarrier() (four per key tile in the tiled shader) costs a switch between "
