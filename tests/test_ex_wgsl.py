@@ -117,7 +117,7 @@ def test_interface_errors_name_the_problem(edit, message):
 
 
 def test_over_budget_is_refused_with_bytes_and_a_plan_that_fits():
-    results = {r["id"]: r for r in grade(EX, "harden", text("exercises/over_budget.wgsl"))["checks"]}
+    results = {r["id"]: r for r in grade(EX, "harden", ex_wgsl.planted_bug("over_budget"))["checks"]}
     need = tiling.bytes_needed(64, 64, 16, 16, 4)
     assert need > ex_wgsl.STORAGE_LIMIT
     fit = tiling.plan(16, 4)
@@ -229,14 +229,14 @@ def test_harden_starter_fails_what_it_does_not_handle(wgpu_device):
 
 
 def test_missing_ragged_guard_fails_the_ragged_checks(wgpu_device):
-    results = run_step("harden", text("exercises/bug_no_ragged_guard.wgsl"))
+    results = run_step("harden", ex_wgsl.planted_bug("no_ragged_guard"))
     assert failing(results) == {"ragged", "nq-ne-nk"}
     assert "max |Δ|" not in results["ragged"]["message"]
     assert results["ragged"]["max_abs_err"] > 1e-3
 
 
 def test_division_by_l_gives_nan_in_fully_masked_rows(wgpu_device):
-    results = run_step("harden", text("exercises/bug_nan_masked_rows.wgsl"))
+    results = run_step("harden", ex_wgsl.planted_bug("nan_masked_rows"))
     assert failing(results) == {"masked-rows"}
     assert "NaN" in results["masked-rows"]["message"]
 
@@ -244,7 +244,7 @@ def test_division_by_l_gives_nan_in_fully_masked_rows(wgpu_device):
 def test_missing_barrier_fails(wgpu_device):
     """Without the barrier after staging K_j, V_j, invocations read keys others have not
     stored yet (on lavapipe, as on any GPU that runs a workgroup in several groups of lanes)."""
-    results = run_step("scratch", text("exercises/bug_missing_barrier.wgsl"),
+    results = run_step("scratch", ex_wgsl.planted_bug("missing_barrier"),
                        only={"many-tiles", "interface"})
     assert results["interface"]["status"] == "pass"
     assert results["many-tiles"]["status"] == "fail"

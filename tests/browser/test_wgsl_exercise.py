@@ -88,16 +88,15 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     page.screenshot(path="/tmp/wgsl-exercise-compile-error.png", full_page=True)
 
     # A barrier in non-uniform control flow: Tint refuses to compile it (naga may not).
-    source = ex_wgsl.wgsl_text("exercises/bug_nonuniform_barrier.wgsl")
-    barrier_line = source.split("\n").index("      workgroupBarrier();                  "
-                                             "// only the invocations that own a row wait: not allowed") + 1
+    source = ex_wgsl.planted_bug("nonuniform_barrier")
+    barrier_line = source.split("\n").index("      workgroupBarrier();  // only row owners wait: not allowed") + 1
     page.evaluate(SET_CODE, source)
     statuses = run_checks(page)
     assert statuses["causal"] == "error" and "uniform" in message(page, "causal")
     assert page.locator(f"[data-testid=compile-messages] li[data-line='{barrier_line}']").count() >= 1
 
     # Over budget: refused before any pipeline, with the bytes needed and a plan that fits.
-    page.evaluate(SET_CODE, ex_wgsl.wgsl_text("exercises/over_budget.wgsl"))
+    page.evaluate(SET_CODE, ex_wgsl.planted_bug("over_budget"))
     statuses = run_checks(page)
     assert statuses["budget"] == "fail" and statuses["ragged"] == "fail"
     need = tiling.bytes_needed(64, 64, 32, 32, 4)
@@ -108,7 +107,7 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     page.screenshot(path="/tmp/wgsl-exercise-over-budget.png", full_page=True)
 
     # A planted bug: without the ragged-tile guard exactly the ragged cases fail.
-    page.evaluate(SET_CODE, ex_wgsl.wgsl_text("exercises/bug_no_ragged_guard.wgsl"))
+    page.evaluate(SET_CODE, ex_wgsl.planted_bug("no_ragged_guard"))
     statuses = run_checks(page)
     assert {k for k, v in statuses.items() if v != "pass"} == {"ragged", "nq-ne-nk"}, statuses
     assert "differs from the reference" in message(page, "ragged")
