@@ -6,6 +6,17 @@ from __future__ import annotations
 from .framework import CheckFailed, Check, Exercise, Step, read_code
 from . import mutants as mu
 
+# The Break-it starter is the weak suite itself (so the two can never differ), framed for the
+# learner: what a test receives, and where to add.
+_BREAK_STARTER = mu.WEAK_SUITE_SOURCE.replace(
+    "import numpy as np\n",
+    "import numpy as np\n\n"
+    "# Your test suite. Each test_* function receives a kernel `softmax(x, block)` and must pass\n"
+    "# on the clean kernel and fail (assert or raise) on as many mutants as possible.\n"
+    "# This starts as a copy of the weak suite: it kills only some of the five mutants.\n",
+    1,
+) + "\n\n# TODO: add tests so that every mutant is killed.\n"
+
 
 def _weak_matrix():
     return mu.kill_matrix(mu.load_suite(mu.WEAK_SUITE_SOURCE))
@@ -141,7 +152,7 @@ def build() -> Exercise:
             "all five mutants and draws your kill matrix.\n\n"
             "A good test names the property it checks and uses the smallest input that "
             "exposes it: the property a mutant breaks is exactly the case its line exists for."),
-        starter=read_code("bi_break_starter.py"), solution=read_code("bi_break_solution.py"),
+        starter=_BREAK_STARTER, solution=read_code("bi_break_solution.py"),
         hints=(
             "Compare against a plain softmax that subtracts the row max (and gives zeros for "
             "an all -inf row).",
