@@ -103,6 +103,25 @@ def test_float16_within_twice_the_naive_float16_error(causal):
         assert low_precision_bar(ef, en, 1e-3), (name, ef, en)
 
 
+def test_bfloat16_within_twice_the_naive_bfloat16_error():
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 for NumPy comes from ml_dtypes")
+    rng = np.random.default_rng(12)
+    lead, n_q, n_k, d = (2,), 41, 37, 24
+    q, k, v = make_inputs(rng, lead, n_q, n_k, d, d, np.float64)
+    mask = padding_mask(rng, lead, n_k)
+    b = [t.astype(ml_dtypes.bfloat16) for t in (q, k, v)]
+    exact = [t.astype(np.float64) for t in b]
+    o64, lse64 = reference.forward(*exact, causal=True, mask=mask)
+    o_naive, _ = reference.forward(*b, causal=True, mask=mask)
+    o_flash, lse_flash = flash_np.forward(*b, causal=True, mask=mask, block_q=16, block_k=8)
+    assert o_flash.dtype == ml_dtypes.bfloat16 and lse_flash.dtype == np.float32
+    err_flash, _ = max_abs_diff(o_flash.astype(np.float64), o64)
+    err_naive, _ = max_abs_diff(o_naive.astype(np.float64), o64)
+    assert low_precision_bar(err_flash, err_naive, 1e-3), (err_flash, err_naive)
+    grads = flash_np.backward(*b, o_flash, lse_flash, o_flash, causal=True, mask=mask, block_q=16, block_k=8)
+    assert all(g.dtype == ml_dtypes.bfloat16 and not np.isnan(g.astype(np.float64)).any() for g in grads)
+
+
 @pytest.mark.parametrize("order", LOOP_ORDERS)
 def test_fully_masked_rows_are_zero_without_nan_or_warnings(order):
     rng = np.random.default_rng(3)

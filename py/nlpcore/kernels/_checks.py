@@ -51,12 +51,18 @@ def accumulation_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
+def is_float_dtype(dtype) -> bool:
+    """NumPy floats, plus bfloat16 from ml_dtypes (a 2-byte float NumPy itself lacks)."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
 def _as_float_array(x, name: str) -> np.ndarray:
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
-    if x.dtype.kind != "f":
+    if not is_float_dtype(x.dtype):
         raise TypeError(
-            "{} must be a floating-point array (float16, float32 or float64), got dtype {}".format(
+            "{} must be a floating-point array (float16, bfloat16, float32 or float64), got dtype {}".format(
                 name, x.dtype
             )
         )

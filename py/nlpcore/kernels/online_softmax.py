@@ -33,7 +33,7 @@ from typing import NamedTuple, Tuple
 
 import numpy as np
 
-from ._checks import positive_int
+from ._checks import is_float_dtype, positive_int
 
 
 class State(NamedTuple):
@@ -59,10 +59,10 @@ def safe_shift(m: np.ndarray) -> np.ndarray:
 def from_block(x: np.ndarray) -> State:
     """Reduce the last axis of a block x (..., B) to its state (m (...), l (...))."""
     x = np.asarray(x)
-    if x.dtype.kind != "f":
+    if not is_float_dtype(x.dtype):
         raise TypeError("x must be a floating-point array, got dtype {}".format(x.dtype))
     if x.ndim < 1 or x.shape[-1] == 0:
-        return identity(x.shape[:-1] if x.ndim else (), x.dtype if x.dtype.kind == "f" else np.float64)
+        return identity(x.shape[:-1] if x.ndim else (), x.dtype)
     m = x.max(axis=-1)  # (...)
     l = np.exp(x - safe_shift(m)[..., None]).sum(axis=-1)  # (...)
     return State(m, l)
@@ -83,7 +83,7 @@ def online_softmax(x, block_size: int) -> np.ndarray:
     the output exp(x - m)/l then needs only the final (m, l). Rows that are entirely -inf give 0.
     """
     x = np.asarray(x)
-    if x.dtype.kind != "f":
+    if not is_float_dtype(x.dtype):
         raise TypeError("x must be a floating-point array, got dtype {}".format(x.dtype))
     if x.ndim < 1 or x.shape[-1] == 0:
         raise ValueError("x must have a non-empty last axis (..., N), got shape {}".format(x.shape))
