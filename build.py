@@ -158,13 +158,17 @@ def vendor(out: pathlib.Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def package_sources() -> list:
-    """(path inside the package tree, absolute path) of every file shipped in the wheel."""
+    """(path inside the package tree, absolute path) of every file shipped in the wheel: the
+    package tree (exercise folders with their statements, starters and shaders included) and the
+    lab's shaders from wgsl/ as nlpcore/_wgsl/<name>, where nlpcore.shaders reads them in Pyodide."""
     package = ROOT / "py" / "nlpcore"
     files = []
     for path in sorted(package.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
             continue
         files.append((path.relative_to(ROOT / "py").as_posix(), path))
+    for path in sorted((ROOT / "wgsl").glob("*.wgsl")):
+        files.append(("nlpcore/_wgsl/" + path.name, path))
     return files
 
 

@@ -2,34 +2,40 @@
 nlpcore.kernels.tiling, and its checks run end to end with the shaders executed natively by
 wgpu-py (naga + Mesa lavapipe) in place of the page's navigator.gpu.
 
-Each planted bug in wgsl/exercises/ must fail exactly the checks it is planted for; the reference
+Each planted bug (nlpcore/lab/exercises/wgsl/planted_bugs.py) must fail exactly the checks it is planted for; the reference
 solutions must pass every check (so they are valid WGSL for naga as well as for the browser's
 Tint, which tests/browser/test_wgsl_exercise.py covers).
 """
 from __future__ import annotations
 
 import os
+import pathlib
 import time
 
 import numpy as np
 import pytest
 
 from nlpcore.kernels import tiling
-from nlpcore.lab import exercise, ex_wgsl
+from nlpcore import shaders
+from nlpcore.lab import exercise
+from nlpcore.lab.exercises.wgsl import cases, expressions, planted_bugs, reader, sizing
 from nlpcore.lab.framework import grade, verify_js
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 EX = exercise("wgsl")
-SCRATCH_GPU = {c.id for c in ex_wgsl.SCRATCH_CASES}
-HARDEN_GPU = {c.id for c in ex_wgsl.HARDEN_CASES}
+SCRATCH_GPU = {c.id for c in cases.SCRATCH_CASES}
+HARDEN_GPU = {c.id for c in cases.HARDEN_CASES}
 PYTHON_CHECKS = {"interface", "budget", "mirror"}
 
 
+FOLDER = pathlib.Path(cases.__file__).resolve().parent  # the exercise's folder
+
+
 def text(name):
-    source = ex_wgsl.wgsl_text(name)
-    assert source, "wgsl/%s is missing" % name
-    return source
+    """A shader of the exercise folder, or the lab's own shader (flash_fwd.wgsl)."""
+    path = FOLDER / name
+    return path.read_text(encoding="utf-8") if path.is_file() else shaders.text(name)
 
 
 def run_step(step, code, only=None):
@@ -59,13 +65,13 @@ def failing(results):
                                         ("4 * BC * (D + 1) / 2 % 1000", (4 * 8 * 65 // 2) % 1000),
                                         ("u32(BC) - -1", 9), ("0x10", 16)])
 def test_evaluate(expr, want):
-    assert ex_wgsl.evaluate(expr, {"BR": 16, "BC": 8, "D": 64}) == want
+    assert expressions.evaluate(expr, {"BR": 16, "BC": 8, "D": 64}) == want
 
 
 @pytest.mark.parametrize("expr", ["BR * X", "BR /", "(BR", "BR / 0", "1.5"])
 def test_evaluate_rejects(expr):
-    with pytest.raises(ex_wgsl.ShaderError):
-        ex_wgsl.evaluate(expr, {"BR": 16})
+    with pytest.raises(expressions.ShaderError):
+        expressions.evaluate(expr, {"BR": 16})
 
 
 @pytest.mark.parametrize("type_text, size", [("f32", 4), ("vec3<f32>", 12), ("vec4f", 16),
@@ -73,21 +79,21 @@ def test_evaluate_rejects(expr):
                                              ("array<array<f32, D>, 3>", 3 * 4 * 7),
                                              ("atomic<u32>", 4)])
 def test_type_layout(type_text, size):
-    assert ex_wgsl.type_layout(type_text, {"D": 7})[0] == size
+    assert sizing.type_layout(type_text, {"D": 7})[0] == size
 
 
 @pytest.mark.parametrize("d, dv", [(64, 64), (24, 40), (16, 16), (100, 7)])
 def test_layout_of_the_lab_shader_matches_tiling(d, dv):
     """Two independent counts of the same memory: parsing the shader's var<workgroup> arrays
     and tiling.bytes_needed; and the largest plan that fits equals tiling.plan's choice."""
-    info = ex_wgsl.parse_shader(text("flash_fwd.wgsl"))
+    info = reader.parse_shader(text("flash_fwd.wgsl"))
     plan = tiling.plan(d, 4, dv=dv)
     host = {"BR": plan.br, "BC": plan.bc, "D": d, "DV": dv, "WG": plan.workgroup_size}
-    lay = ex_wgsl.layout(info, host)
+    lay = sizing.layout(info, host)
     assert lay.bytes_used == plan.bytes_used
     assert [(n, b) for n, b, _ in lay.arrays] == list(plan.arrays)
     assert lay.constants == plan.constants()
-    fit = ex_wgsl.fitting_plan(info, host)
+    fit = sizing.fitting_plan(info, host)
     assert (fit.env["BR"], fit.env["BC"], fit.bytes_used) == (plan.br, plan.bc, plan.bytes_used)
 
 
@@ -95,7 +101,7 @@ def test_unused_workgroup_arrays_do_not_count():
     source = text("flash_fwd.wgsl").replace(
         "var<workgroup> alpha_row: array<f32, BR>;",
         "var<workgroup> alpha_row: array<f32, BR>;\nvar<workgroup> spare: array<f32, 4096>;")
-    lay = ex_wgsl.layout(ex_wgsl.parse_shader(source), {"BR": 16, "BC": 8, "D": 64, "DV": 64, "WG": 64})
+    lay = sizing.layout(reader.parse_shader(source), {"BR": 16, "BC": 8, "D": 64, "DV": 64, "WG": 64})
     assert "spare" not in [n for n, _, _ in lay.arrays]
     assert lay.bytes_used == tiling.bytes_needed(16, 8, 64, 64, 4)
 
@@ -117,9 +123,9 @@ def test_interface_errors_name_the_problem(edit, message):
 
 
 def test_over_budget_is_refused_with_bytes_and_a_plan_that_fits():
-    results = {r["id"]: r for r in grade(EX, "harden", ex_wgsl.planted_bug("over_budget"))["checks"]}
+    results = {r["id"]: r for r in grade(EX, "harden", planted_bugs.planted_bug("over_budget"))["checks"]}
     need = tiling.bytes_needed(64, 64, 16, 16, 4)
-    assert need > ex_wgsl.STORAGE_LIMIT
+    assert need > sizing.STORAGE_LIMIT
     fit = tiling.plan(16, 4)
     msg = results["many-workgroups"]["message"]
     assert results["many-workgroups"]["status"] == "fail"
@@ -185,15 +191,13 @@ def wgpu_device():
         pytest.fail("wgpu-py with a Vulkan driver is required: %s" % err)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in
-                                       (ex_wgsl.pathlib.Path(__file__).resolve().parents[1]
-                                        / "wgsl" / "exercises").glob("*.wgsl")))
+@pytest.mark.parametrize("name", sorted(p.name for p in FOLDER.glob("*.wgsl")))
 def test_every_exercise_shader_compiles_with_naga(wgpu_device, name):
     """Starters included: the learner's first run must not be a compile error. (Tint, the
     browser's compiler, is checked on the starters by the browser test.)"""
     from nlpcore.kernels import flash_wgpu
 
-    info = flash_wgpu.device().create_shader_module(code=text("exercises/" + name)).get_compilation_info()
+    info = flash_wgpu.device().create_shader_module(code=text(name)).get_compilation_info()
     assert not [m for m in info if getattr(m, "type", "error") == "error"], info
 
 
@@ -229,14 +233,14 @@ def test_harden_starter_fails_what_it_does_not_handle(wgpu_device):
 
 
 def test_missing_ragged_guard_fails_the_ragged_checks(wgpu_device):
-    results = run_step("harden", ex_wgsl.planted_bug("no_ragged_guard"))
+    results = run_step("harden", planted_bugs.planted_bug("no_ragged_guard"))
     assert failing(results) == {"ragged", "nq-ne-nk"}
     assert "max |Δ|" not in results["ragged"]["message"]
     assert results["ragged"]["max_abs_err"] > 1e-3
 
 
 def test_division_by_l_gives_nan_in_fully_masked_rows(wgpu_device):
-    results = run_step("harden", ex_wgsl.planted_bug("nan_masked_rows"))
+    results = run_step("harden", planted_bugs.planted_bug("nan_masked_rows"))
     assert failing(results) == {"masked-rows"}
     assert "NaN" in results["masked-rows"]["message"]
 
@@ -244,7 +248,7 @@ def test_division_by_l_gives_nan_in_fully_masked_rows(wgpu_device):
 def test_missing_barrier_fails(wgpu_device):
     """Without the barrier after staging K_j, V_j, invocations read keys others have not
     stored yet (on lavapipe, as on any GPU that runs a workgroup in several groups of lanes)."""
-    results = run_step("scratch", ex_wgsl.planted_bug("missing_barrier"),
+    results = run_step("scratch", planted_bugs.planted_bug("missing_barrier"),
                        only={"many-tiles", "interface"})
     assert results["interface"]["status"] == "pass"
     assert results["many-tiles"]["status"] == "fail"

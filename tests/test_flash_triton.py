@@ -262,7 +262,7 @@ def test_nothing_else_in_nlpcore_imports_the_triton_port():
 
 
 # --- the exercise: the grader passes the solution, fails the starter, passes a completed starter
-STARTER = ROOT / "py" / "nlpcore" / "kernels" / "flash_triton_starter.py"
+STARTER = ROOT / "py" / "nlpcore" / "lab" / "exercises" / "triton" / "kernel_starter.py"
 STARTER_SOLUTION = {  # TODO number -> the line that completes it
     1: "m_new = tl.maximum(m_i, tl.max(s, 1))",
     2: "p = tl.exp2(s - m_new[:, None])",

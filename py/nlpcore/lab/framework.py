@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+import re
 import time
 import traceback
 import warnings
@@ -30,8 +31,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
-
-CODE_DIR = pathlib.Path(__file__).resolve().parent / "code"
 
 LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe", "Harden", "Break it", "Port")
 LANGUAGES = ("python", "wgsl")  # what a step's learner code is written in
@@ -44,9 +43,85 @@ TOLERANCES = {
 }
 
 
-def read_code(name: str) -> str:
-    """Text of py/nlpcore/lab/code/<name> (starters and reference solutions)."""
-    return (CODE_DIR / name).read_text(encoding="utf-8")
+class Folder:
+    """The files of one exercise folder (``nlpcore/lab/exercises/<id>/``): statements as
+    ``<step>.md``, starters and solutions as ``<step>_starter.<ext>`` / ``<step>_solution.<ext>``.
+    They ship inside the wheel, so CPython and Pyodide read the same files."""
+
+    def __init__(self, module_file: str):
+        self.path = pathlib.Path(module_file).resolve().parent
+
+    def text(self, name: str) -> str:
+        """Text of the file ``name`` in this folder; FileNotFoundError names the full path."""
+        path = self.path / name
+        if not path.is_file():
+            raise FileNotFoundError("exercise file %s is missing" % path)
+        return path.read_text(encoding="utf-8")
+
+    def statement(self, step_id: str) -> str:
+        """The Markdown statement of a step (``<step>.md``), without surrounding blank lines."""
+        return self.text(step_id + ".md").strip()
+
+    def starter(self, step_id: str, ext: str = "py") -> str:
+        """The starter of a step: ``<step>_starter.<ext>`` when the folder has one, else the
+        solution with its marked regions replaced (:func:`starter_from_solution`)."""
+        if (self.path / ("%s_starter.%s" % (step_id, ext))).is_file():
+            return self.text("%s_starter.%s" % (step_id, ext))
+        return starter_from_solution(self.text("%s_solution.%s" % (step_id, ext)))
+
+    def solution(self, step_id: str, ext: str = "py") -> str:
+        """The reference solution of a step, with the starter markers removed."""
+        return solution_text(self.text("%s_solution.%s" % (step_id, ext)))
+
+
+# A solution file may mark the lines a starter leaves out. Between a line ending in
+# ``SOLUTION BEGIN`` and one ending in ``SOLUTION END`` (after the language's comment prefix,
+# ``#`` or ``//``), the solution's lines are kept in the solution and dropped from the starter;
+# lines ending in ``STARTER`` (``    # TODO: ...  STARTER``) inside the region appear in the starter
+# only, with the comment prefix and the marker removed. Nothing else differs.
+_BEGIN = re.compile(r"^\s*(?:#|//)\s*SOLUTION BEGIN\s*$")
+_END = re.compile(r"^\s*(?:#|//)\s*SOLUTION END\s*$")
+_STARTER = re.compile(r"^(\s*)(?:#|//) ?(.*?)\s*STARTER\s*$")
+
+
+def _regions(text: str):
+    """Yield (line, where) with where in {"both", "solution", "starter", "marker"}."""
+    inside = False
+    for number, line in enumerate(text.splitlines(True), 1):
+        if _BEGIN.match(line):
+            if inside:
+                raise ValueError("line %d: SOLUTION BEGIN inside a region" % number)
+            inside = True
+            yield line, "marker"
+        elif _END.match(line):
+            if not inside:
+                raise ValueError("line %d: SOLUTION END without SOLUTION BEGIN" % number)
+            inside = False
+            yield line, "marker"
+        elif inside and _STARTER.match(line):
+            yield line, "starter"
+        else:
+            yield line, "solution" if inside else "both"
+    if inside:
+        raise ValueError("a SOLUTION BEGIN region is not closed by SOLUTION END")
+
+
+def starter_from_solution(text: str) -> str:
+    """The starter a marked solution implies: solution-only lines dropped, STARTER lines kept
+    without their comment prefix and marker."""
+    out = []
+    for line, where in _regions(text):
+        if where == "both":
+            out.append(line)
+        elif where == "starter":
+            indent, body = _STARTER.match(line).groups()
+            out.append(indent + body + "\n")
+    return "".join(out)
+
+
+def solution_text(text: str) -> str:
+    """The solution with its markers and STARTER lines removed."""
+    return "".join(line for line, where in _regions(text) if where in ("both", "solution"))
 
 
 class CheckFailed(Exception):
@@ -141,7 +216,7 @@ class Step:
 class Exercise:
     id: str
     title: str
-    tier: str                               # "browser" or "gpu"
+    tier: str                               # "browser", "systems" (WebGPU) or "gpu" (local)
     minutes: int
     summary: str
     steps: Sequence[Step]

@@ -18,7 +18,9 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import guided, mutants
+from ..lab import exercises as _folders, guided
+
+mutants = _folders.module("break-it", "mutants")  # the break-it exercise's kernels and suites
 
 __all__ = ["catalog", "grade", "verify", "kill_matrix", "lab_check"]
 

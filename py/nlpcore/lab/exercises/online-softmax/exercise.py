@@ -12,10 +12,12 @@ import types
 
 import numpy as np
 
-from ..kernels import io_model, reference
-from ..kernels import online_softmax as lib
-from .framework import (CheckFailed, Check, Exercise, Step, assert_close, call_learner,
-                        expect_number, read_code, relative_close, rng, shapes_of)
+from nlpcore.kernels import io_model, reference
+from nlpcore.kernels import online_softmax as lib
+from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, assert_close, call_learner,
+                        expect_number, relative_close, rng, shapes_of)
+
+HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
 # The Predict step's setting (also written in its starter).
 PREDICT_N, PREDICT_D, PREDICT_M = 512, 64, 98304
@@ -30,7 +32,7 @@ def _measured_flash() -> int:
     """Forward accesses of flash_np on N×d inputs with the paper's blocks, counted by IOCounter
     when flash_np is available (else the closed form, which tests hold equal to it)."""
     try:
-        from ..kernels import flash_np
+        from nlpcore.kernels import flash_np
     except ImportError:
         return io_model.flash_accesses(PREDICT_N, PREDICT_N, PREDICT_D, PREDICT_M)
     br, bc = io_model.block_sizes(PREDICT_M, PREDICT_D)
@@ -309,22 +311,8 @@ def _check_measures(ns):
 def build() -> Exercise:
     predict = Step(
         id="predict", kind="Predict", title="Predict the HBM traffic", minutes=15,
-        statement=(
-            "Before measuring anything, predict how many elements one attention forward pass "
-            "moves between HBM and on-chip SRAM, for $N = 512$, $d = 64$ and SRAM of "
-            "$M = 98304$ elements (192 KiB of fp16, one A100 streaming multiprocessor).\n\n"
-            "**Standard attention** (the paper's Algorithm 0) writes $S = QK^\\top$ and "
-            "$P = \\mathrm{softmax}(S)$, both $N \\times N$, to HBM and reads them back: "
-            "$\\Theta(Nd + N^2)$ accesses.\n\n"
-            "**FlashAttention** (Algorithm 1) takes $B_c = \\lceil M / 4d \\rceil$, "
-            "$B_r = \\min(B_c, d)$, keeps one $K_j, V_j$ tile on chip and sweeps all query "
-            "tiles past it: $\\Theta(N^2 d^2 / M)$ accesses (Theorem 2).\n\n"
-            "Set `standard` and `flash` to your predictions (reads + writes, in elements). "
-            "Your prediction is recorded, then compared with the IO model's count "
-            "(`io_model.standard_accesses`) and with what `IOCounter` measures while "
-            "`flash_np.forward` runs. Within 20% passes; lower-order terms (the row "
-            "statistics $m$, $\\ell$) may be ignored."),
-        starter=read_code("os_predict_starter.py"), solution=read_code("os_predict_solution.py"),
+        statement=HERE.statement("predict"),
+        starter=HERE.starter("predict"), solution=HERE.solution("predict"),
         hints=(
             "Standard: count each matrix once per read and once per write. $S$ is written, read, "
             "then $P$ is written, read: that is already $4N^2$.",
@@ -341,22 +329,8 @@ def build() -> Exercise:
         ))
     scratch = Step(
         id="scratch", kind="Scratch", title="The online-softmax monoid", minutes=25,
-        statement=(
-            "A block of scores $x$ is summarised by a state $(m, \\ell)$ with "
-            "$m = \\max_j x_j$ and $\\ell = \\sum_j e^{x_j - m}$ — a stand-in for the number "
-            "$\\ell e^{m} = \\sum_j e^{x_j}$. Two states combine by rescaling to the larger max "
-            "(Milakov & Gimelshein 2018):\n\n"
-            "$$(m_a, \\ell_a) \\oplus (m_b, \\ell_b) = \\big(m,\\; \\ell_a e^{m_a - m} + "
-            "\\ell_b e^{m_b - m}\\big), \\quad m = \\max(m_a, m_b).$$\n\n"
-            "With identity $(-\\infty, 0)$ this is a monoid, so a softmax can be computed in "
-            "one streaming pass over the blocks. Write `from_block(x)` (reduce the last axis), "
-            "`combine(a, b)` and `online_softmax(x, block_size)`. States are pairs of arrays "
-            "`(m, l)` over the leading axes.\n\n"
-            "The checks test the **laws**, not only the end result: identity on both sides, "
-            "associativity and commutativity, and that combining pieces equals reducing the "
-            "whole. Rows that are entirely $-\\infty$ must give $(-\\infty, 0)$ and a softmax "
-            "of zeros — never NaN (note $e^{-\\infty - (-\\infty)}$ is NaN)."),
-        starter=read_code("os_scratch_starter.py"), solution=read_code("os_scratch_solution.py"),
+        statement=HERE.statement("scratch"),
+        starter=HERE.starter("scratch"), solution=HERE.solution("scratch"),
         hints=(
             "`m = x.max(axis=-1)`, then `l = exp(x - m[..., None]).sum(axis=-1)`.",
             "Where `m` is $-\\infty$ no element has been seen: subtract 0 instead, "
@@ -375,20 +349,8 @@ def build() -> Exercise:
         ))
     compose = Step(
         id="compose", kind="Compose", title="Compose the tiled forward", minutes=30,
-        statement=(
-            "Now carry the output along with the monoid. For one query tile $Q_i$ keep "
-            "$m$, $\\ell$ and an unnormalised accumulator $A$; for each key tile $j$:\n\n"
-            "$$S = \\tfrac{1}{\\sqrt d} Q_i K_j^\\top,\\quad m' = \\max(m, \\mathrm{rowmax}(S)),"
-            "\\quad P = e^{S - m'},$$\n"
-            "$$\\ell \\leftarrow e^{m - m'}\\ell + \\mathrm{rowsum}(P),\\quad "
-            "A \\leftarrow e^{m - m'} A + P V_j,\\quad m \\leftarrow m'.$$\n\n"
-            "At the end $O_i = A / \\ell$ and $\\mathrm{lse}_i = m + \\log \\ell$. This is the "
-            "loop of Dao et al. 2022, Algorithm 1 (with the loops swapped as in "
-            "FlashAttention-2). Complete `attention(q, k, v, block_q, block_k, causal)`; it is "
-            "checked against the naive `reference.forward` in float64 on sizes that are not "
-            "multiples of the blocks, with $d_v \\neq d$, blocks larger than $N$, and the "
-            "causal mask (query $i$ may attend key $j$ iff $j \\le i$)."),
-        starter=read_code("os_compose_starter.py"), solution=read_code("os_compose_solution.py"),
+        statement=HERE.statement("compose"),
+        starter=HERE.starter("compose"), solution=HERE.solution("compose"),
         hints=(
             "`m_new = np.maximum(m, s.max(axis=1))`; `alpha = np.exp(m - m_new)` rescales both "
             "`l` and `acc` (broadcast `alpha[:, None]` for `acc`).",
@@ -405,19 +367,8 @@ def build() -> Exercise:
         ))
     probe = Step(
         id="probe", kind="Probe", title="Θ(N²d²/M) and the Figure 2 ratio", minutes=20,
-        statement=(
-            "Theorem 2 of the paper claims FlashAttention makes $\\Theta(N^2 d^2 / M)$ HBM "
-            "accesses. Probe it with the IO model: write `probe(io_model)` returning the "
-            "measured exponents — the least-squares slope of $\\log(\\text{accesses})$ "
-            "against $\\log N$, $\\log M$ and $\\log d$ over the grids in the starter — and the "
-            "ratio standard / flash of the Figure 2 setting (`io_model.figure2()`: GPT-2 "
-            "medium, $N = 1024$, $d = 64$, forward + backward).\n\n"
-            "Compare with the theorem's exponents $(2, -1, 2)$ and with the paper's measured "
-            "40.3 GB / 4.4 GB. Are they what the theorem says? Why not exactly? The checks "
-            "compare your numbers with the grader's own measurement (slopes within 0.02, "
-            "ratio within 1%) and hand your `probe` a made-up model to see that it measures "
-            "rather than asserts."),
-        starter=read_code("os_probe_starter.py"), solution=read_code("os_probe_solution.py"),
+        statement=HERE.statement("probe"),
+        starter=HERE.starter("probe"), solution=HERE.solution("probe"),
         hints=(
             "`io_model.flash_accesses(n, n, 64, 98304)` is the forward count for one head.",
             "`np.polyfit(np.log(xs), np.log(ys), 1)[0]` is the slope.",

@@ -1,10 +1,12 @@
 """Exercise ``break-it``: predict a weak suite's kill matrix, then write tests that kill every
 mutant of a clean online-softmax kernel. The kernel, mutants and suites are in
-:mod:`nlpcore.lab.mutants`; the kill matrix is computed live (in Pyodide on the page)."""
+:mod:`mutants` beside this file; the kill matrix is computed live (in Pyodide on the page)."""
 from __future__ import annotations
 
-from .framework import CheckFailed, Check, Exercise, Step, read_code
+from nlpcore.lab.framework import Folder, CheckFailed, Check, Exercise, Step
 from . import mutants as mu
+
+HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
 # The Break-it starter is the weak suite itself (so the two can never differ), framed for the
 # learner: what a test receives, and where to add.
@@ -120,16 +122,8 @@ def build() -> Exercise:
                   "language": "python"}
     predict = Step(
         id="predict", kind="Predict", title="Predict the kill matrix", minutes=20,
-        statement=(
-            "The clean kernel computes a softmax in one streaming pass with the online "
-            "normaliser $(m, \\ell)$. Each mutant changes **one line** into a bug learners "
-            "really write. A test *kills* a mutant when it fails on it.\n\n"
-            "Before anything runs, predict for each mutant which tests of the weak suite kill "
-            "it. Think about what each test's input exercises: several blocks? a ragged tail? "
-            "rows far below 0? rows of different scale? a masked block?\n\n"
-            "The check runs the weak suite against all five mutants in this page (Pyodide) "
-            "and compares the live kill matrix with your prediction."),
-        starter=read_code("bi_predict_starter.py"), solution=read_code("bi_predict_solution.py"),
+        statement=HERE.statement("predict"),
+        starter=HERE.starter("predict"), solution=HERE.solution("predict"),
         hints=(
             "Subtracting any constant $c \\geq \\max x$ gives the same softmax in exact "
             "arithmetic. A mutant that only changes *which* constant is subtracted is wrong "
@@ -145,14 +139,8 @@ def build() -> Exercise:
         ))
     break_it = Step(
         id="break", kind="Break it", title="Write tests that kill all five", minutes=30,
-        statement=(
-            "Now write a suite that kills every mutant while passing on the clean kernel. "
-            "Each `test_*` function receives the kernel as `softmax(x, block)` and fails by "
-            "`assert` (or by raising). The page runs your tests against the clean kernel and "
-            "all five mutants and draws your kill matrix.\n\n"
-            "A good test names the property it checks and uses the smallest input that "
-            "exposes it: the property a mutant breaks is exactly the case its line exists for."),
-        starter=_BREAK_STARTER, solution=read_code("bi_break_solution.py"),
+        statement=HERE.statement("break"),
+        starter=_BREAK_STARTER, solution=HERE.solution("break"),
         hints=(
             "Compare against a plain softmax that subtracts the row max (and gives zeros for "
             "an all -inf row).",

@@ -12,16 +12,16 @@ keys, exp2 with the scale folded into log2(e); Triton's fused-attention tutorial
 from __future__ import annotations
 
 import math
-import pathlib
 
 import numpy as np
 
-from ..kernels import reference
-from .framework import (CheckFailed, Check, Exercise, Step, assert_close, call_learner,
-                        expect_number, read_code, rng, shapes_of)
+from nlpcore.kernels import reference
+from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, assert_close, call_learner,
+                        expect_number, rng, shapes_of)
+
+HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
 LOG2E = 1.4426950408889634
-STARTER_PATH = pathlib.Path(__file__).resolve().parents[1] / "kernels" / "flash_triton_starter.py"
 CHECK_COMMAND = "python -m nlpcore.kernels.check_triton my_flash.py"
 RESULTS_PATH = "bench/results/triton_h200.json"
 
@@ -128,14 +128,13 @@ def _check_tflops(ns):
     return "1 ms for B=4, H=16, N=4096, d=128 is %.0f TFLOP/s" % want
 
 
+KERNEL_STARTER = "kernel_starter.py"  # the Triton kernel to complete, in this folder
+
+
 def _starter_panel() -> dict:
-    try:
-        text = STARTER_PATH.read_text(encoding="utf-8")
-    except OSError:
-        text = None
-    return {"title": "Starter kernel: nlpcore/kernels/flash_triton_starter.py", "code": text,
-            "missing": None if text else "the starter kernel file is not in this build",
-            "language": "python", "download": "src/nlpcore/kernels/flash_triton_starter.py",
+    return {"title": "Starter kernel: nlpcore/lab/exercises/triton/" + KERNEL_STARTER,
+            "code": HERE.text(KERNEL_STARTER), "missing": None, "language": "python",
+            "download": "src/nlpcore/lab/exercises/triton/" + KERNEL_STARTER,
             "steps": ["compose"]}
 
 
@@ -156,23 +155,8 @@ LOCAL_CHECKS = (
 def build() -> Exercise:
     port = Step(
         id="port", kind="Port", title="One Triton program, in NumPy", minutes=50,
-        statement=(
-            "A Triton kernel is written for **one program**: a block of `BLOCK_M` query rows "
-            "(FlashAttention-2's order — queries outside, keys inside). Before touching the "
-            "GPU, emulate one program in NumPy float32, exactly as "
-            "`nlpcore.kernels.flash_triton`'s forward does it:\n\n"
-            "1. load $Q$ rows $m_0 \\ldots m_0 + B_M - 1$ with `mask=rows < N`, `other=0`;\n"
-            "2. work in base 2: `qk_scale` $= \\tfrac{1}{\\sqrt d}\\log_2 e$, so "
-            "$e^{s} = 2^{s \\log_2 e}$ and the loop uses `exp2` (a single hardware "
-            "instruction);\n"
-            "3. loop over key blocks in two ranges: $[0, \\text{full\\_end})$ needs no mask, "
-            "$[\\text{full\\_end}, \\text{end})$ masks the ragged tail and, when causal, the "
-            "diagonal; under causal, blocks after the program's last row are **skipped**;\n"
-            "4. finish with $O = A/\\ell$ and $\\mathrm{lse} = (m + \\log_2 \\ell) \\ln 2$ "
-            "(natural log, for the backward).\n\n"
-            "Checks compose all programs and compare with the float64 reference on ragged $N$, "
-            "causal and not, with the float32 tolerance. They run here, in the page."),
-        starter=read_code("tr_port_starter.py"), solution=read_code("tr_port_solution.py"),
+        statement=HERE.statement("port"),
+        starter=HERE.starter("port"), solution=HERE.solution("port"),
         hints=(
             "Causal: `end = min(m0 + BLOCK_M, n_k)`; `full_end = min(m0, n_k) // BLOCK_N * "
             "BLOCK_N` (blocks entirely left of the diagonal need no mask). Non-causal: "
@@ -195,24 +179,8 @@ def build() -> Exercise:
         ))
     compose = Step(
         id="compose", kind="Compose", title="Launch, check and measure", minutes=70,
-        statement=(
-            "Now fill in the starter kernel (below) and run it where Triton runs. The page "
-            "cannot run Triton or PyTorch, so those checks are **local**: each shows the "
-            "command that runs it. What the page checks is the arithmetic you need to read "
-            "your own numbers: the launch grid (one program per query block per head) and "
-            "the FLOPs the benchmark credits,\n\n"
-            "$$\\text{FLOPs} = 4 N^2 d H B \\;(\\times \\tfrac12 \\text{ causal}, "
-            "\\times 2.5 \\text{ backward}),\\qquad \\text{TFLOP/s} = "
-            "\\frac{\\text{FLOPs}}{t \\cdot 10^{12}}.$$\n\n"
-            "**What to look for in your numbers.** Compare with SDPA's FLASH_ATTENTION and "
-            "CUDNN_ATTENTION backends measured in the same run (the plot below shows ours on "
-            "an H200). TFLOP/s should grow with $N$ (more work per launch) and with $d$ "
-            "(more FLOPs per byte); causal runs do half the work and should take about half "
-            "the time — if not, your kernel is not skipping masked blocks. The backward is "
-            "slower per FLOP than the forward (more loads, atomics or a second pass for dQ). "
-            "A kernel far below cuDNN is usually limited by occupancy (registers per "
-            "program), pipelining (`num_stages`) or exp throughput."),
-        starter=read_code("tr_compose_starter.py"), solution=read_code("tr_compose_solution.py"),
+        statement=HERE.statement("compose"),
+        starter=HERE.starter("compose"), solution=HERE.solution("compose"),
         hints=(
             "`grid = (math.ceil(n_q / BLOCK_M), batch * heads)`.",
             "`tflops = flops(...) / (ms · 1e-3) / 1e12`.",

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import reference
-from .framework import (CheckFailed, Check, Exercise, Step, assert_close, call_learner,
-                        flash_bar, read_code, rng, shapes_of)
+from nlpcore.kernels import reference
+from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, assert_close, call_learner,
+                        flash_bar, rng, shapes_of)
+
+HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
 
 def _call_forward(ns, q, k, v, context="", **kw):
@@ -170,20 +172,8 @@ def _check_finite_differences(ns):
 def build() -> Exercise:
     harden = Step(
         id="harden", kind="Harden", title="Harden a tiled forward", minutes=30,
-        statement=(
-            "The starter is a tiled forward that passes a happy-path test. Real inputs are "
-            "not so kind. Make it correct for:\n\n"
-            "- **ragged blocks**: $N_q$, $N_k$ that are not multiples of the block sizes;\n"
-            "- **padding masks**: a boolean key-padding mask of shape $(1, N_k)$, True = may "
-            "attend, broadcast over queries;\n"
-            "- **empty rows**: a query that may attend no key returns $o = 0$ and "
-            "$\\mathrm{lse} = -\\infty$ — never NaN (beware $e^{-\\infty - (-\\infty)}$ and "
-            "$0/0$);\n"
-            "- **float16**: accumulate in float32 and return $o$ in the input dtype; "
-            "the bar is flash-attention's own: error against a float64 reference at most "
-            "2× that of plain attention computed in float16 (+ $10^{-3}$).\n\n"
-            "$\\mathrm{lse}_i = \\log \\sum_j e^{S_{ij}}$ with $S = QK^\\top/\\sqrt d$."),
-        starter=read_code("bw_harden_starter.py"), solution=read_code("bw_harden_solution.py"),
+        statement=HERE.statement("harden"),
+        starter=HERE.starter("harden"), solution=HERE.solution("harden"),
         hints=(
             "Ragged: clamp `q1 = min(q0 + block_q, n_q)` and loop keys over "
             "`range(0, n_k, block_k)` with `k1 = min(...)`; size `m`, `l`, `acc` by `q1 - q0`.",
@@ -208,22 +198,8 @@ def build() -> Exercise:
         ))
     scratch = Step(
         id="scratch", kind="Scratch", title="The recomputing backward", minutes=45,
-        statement=(
-            "FlashAttention saves only $O$ and $\\mathrm{lse}$, never $P$. The backward pass "
-            "recomputes each tile $P_{ij} = \\exp(S_{ij} - \\mathrm{lse}_i)$ from $Q_i$, $K_j$ "
-            "(Dao et al. 2022, Algorithm 4). With $dP = dO\\,V^\\top$ the softmax Jacobian needs "
-            "$\\mathrm{rowsum}(P \\circ dP)$, which equals "
-            "$D = \\mathrm{rowsum}(dO \\circ O)$ — computed once, before the loop "
-            "(FlashAttention-2):\n\n"
-            "$$dV_j \\mathrel{+}= P_{ij}^\\top dO_i,\\quad dP_{ij} = dO_i V_j^\\top,\\quad "
-            "dS_{ij} = P_{ij} \\circ (dP_{ij} - D_i),$$\n"
-            "$$dQ_i \\mathrel{+}= \\tfrac{1}{\\sqrt d}\\, dS_{ij} K_j,\\quad "
-            "dK_j \\mathrel{+}= \\tfrac{1}{\\sqrt d}\\, dS_{ij}^\\top Q_i.$$\n\n"
-            "Write `backward(q, k, v, o, lse, do, mask, causal, block_q, block_k)` in float64. "
-            "It is checked against the naive `reference.backward`, against central finite "
-            "differences of the naive forward (independent of any backward formula), and on "
-            "rows with no allowed key (lse = $-\\infty$): zero gradients, no NaN."),
-        starter=read_code("bw_scratch_starter.py"), solution=read_code("bw_scratch_solution.py"),
+        statement=HERE.statement("scratch"),
+        starter=HERE.starter("scratch"), solution=HERE.solution("scratch"),
         hints=(
             "`D = (do * o).sum(axis=1)`. Why is it equal to rowsum(P ∘ dP)? Because "
             "$O = PV$, so $\\sum_j P_{ij} (dO_i \\cdot V_j) = dO_i \\cdot O_i$.",
