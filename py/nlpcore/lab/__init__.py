@@ -5,7 +5,9 @@ with KaTeX-ready TeX), starter code, checks, hints and a reference solution -- a
 in CPython for the tests and in Pyodide for the page (through ``nlpcore.web.exercises``).
 
 - :func:`exercise` / :func:`exercises` -- the registry: one folder per exercise under
-  ``nlpcore/lab/exercises/`` (ids: online-softmax, backward, break-it, triton, wgsl).
+  ``nlpcore/lab/exercises/`` (ids: online-softmax, backward, break-it, triton, wgsl). The
+  function :func:`exercises` hides the package's name as an attribute of ``nlpcore.lab``;
+  import the package by its full name, ``nlpcore.lab.exercises``.
 - :func:`grade` -- grade one step of one exercise for a piece of learner code.
 - :func:`export_site_data` -- what build.py writes to dist/data/exercises.json.
 
@@ -18,14 +20,14 @@ from __future__ import annotations
 import importlib
 from typing import Dict, List
 
-from . import exercises as _folders
+from .exercises import discover as _discover
 from .framework import Exercise, grade as _grade, verify_js as _verify_js
 
 _cache: Dict[str, Exercise] = {}
 
 
 def _available():
-    return _folders.discover()
+    return _discover()
 
 
 def exercise(ex_id: str) -> Exercise:

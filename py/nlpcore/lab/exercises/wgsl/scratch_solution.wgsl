@@ -9,8 +9,14 @@
 // the max from m_old to m_new, what was accumulated is rescaled by alpha = exp(m_old - m_new)
 // (Milakov & Gimelshein 2018, arXiv:1805.02867).
 //
+// SOLUTION BEGIN
+// // Your task: fill in the TODOs of main(). Sizes are whole tiles here (Nq a multiple of BR, Nk a  STARTER
+// // multiple of BC), with no causal mask and no mask: hardening comes in the next step.  STARTER
+// // The host sets D, DV and WG per case; BR and BC too, unless you give them a default here  STARTER
+// // (e.g. `override BR: u32 = 32;`), which makes that your tile plan. Keep the bindings as they are.  STARTER
 // This version assumes Nq is a multiple of BR and Nk a multiple of BC, and ignores causal and
 // mask: hardening it is the next step.
+// SOLUTION END
 
 const MASKED_SCORE: f32 = -1.0e30;  // "minus infinity" for a running max: WGSL has no portable -inf
 
@@ -54,7 +60,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let b = wg.z;          // batch entry
   let q0 = wg.x * BR;    // first query row of this tile
 
+  // SOLUTION BEGIN
+  // // Load Q_i; O_i = 0, m = MASKED_SCORE, l = 0. The WG invocations share each loop: invocation t  STARTER
+  // // takes elements t, t + WG, t + 2·WG, ...  STARTER
   // Load Q_i; O_i = 0, m = MASKED_SCORE, l = 0.
+  // SOLUTION END
   for (var e = t; e < BR * D; e += WG) {
     q_tile[e] = q[(b * params.n_q + q0) * D + e];
   }
@@ -68,6 +78,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 
   let t_c = params.n_k / BC;
   for (var j = 0u; j < t_c; j++) {
+    // SOLUTION BEGIN
+    // let k0 = j * BC;     // first key row of this tile  STARTER
     workgroupBarrier();    // everyone is done with the previous K_j, V_j and P~
     let k0 = j * BC;
     for (var e = t; e < BC * D; e += WG) {
@@ -77,7 +89,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       v_tile[e] = v[(b * params.n_k + k0) * DV + e];
     }
     workgroupBarrier();    // K_j and V_j are staged
+    // SOLUTION END
 
+    // SOLUTION BEGIN
+    // // TODO 1: stage K_j (BC x D) and V_j (BC x DV) into k_tile and v_tile.  STARTER
     // S_ij = scale · Q_i K_jᵀ
     for (var e = t; e < BR * BC; e += WG) {
       let r = e / BC;
@@ -89,7 +104,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       s_tile[e] = params.scale * dot;
     }
     workgroupBarrier();    // S_ij is complete
+    // SOLUTION END
 
+    // SOLUTION BEGIN
+    // // TODO 2: S_ij = params.scale · Q_i K_jᵀ into s_tile (BR x BC, row-major).  STARTER
     // One invocation per row: m_new, P~ = exp(S - m_new) over S, l = alpha · l + rowsum P~.
     for (var r = t; r < BR; r += WG) {
       let m_old = m_row[r];
@@ -109,7 +127,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       m_row[r] = m_new;
     }
     workgroupBarrier();    // P~ and alpha are ready
+    // SOLUTION END
 
+    // SOLUTION BEGIN
+    // // TODO 3: online softmax, one invocation per row r: m_new = max(m_old, rowmax S),  STARTER
+    // //         P~ = exp(S - m_new) written over S, alpha = exp(m_old - m_new),  STARTER
+    // //         l = alpha · l + rowsum P~; keep alpha in alpha_row[r] for TODO 4.  STARTER
     // O_i = diag(alpha) O_i + P~_ij V_j
     for (var e = t; e < BR * DV; e += WG) {
       let r = e / DV;
@@ -122,12 +145,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
   }
   workgroupBarrier();      // O_i, l and m are final
+    // SOLUTION END
 
+    // SOLUTION BEGIN
+    // // TODO 4: O_i = diag(alpha) O_i + P~_ij V_j into o_tile.  STARTER
+// STARTER
+    // // TODO 5: workgroupBarrier() wherever one invocation reads what another one wrote  STARTER
+    // //         (and before a tile is overwritten while others may still read it).  STARTER
   // O_i = diag(l)^-1 O_i, lse = m + log l
   for (var e = t; e < BR * DV; e += WG) {
     o[(b * params.n_q + q0) * DV + e] = o_tile[e] / l_row[e / DV];
+    // SOLUTION END
   }
+  // SOLUTION BEGIN
+// STARTER
+  // // TODO 6: write o = O_i / l (row-wise) and lse = m + log(l) for the BR rows of this tile.  STARTER
   for (var r = t; r < BR; r += WG) {
     lse[b * params.n_q + q0 + r] = m_row[r] + log(l_row[r]);
   }
+  // SOLUTION END
 }
