@@ -33,6 +33,7 @@ import http.server
 import io
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -262,13 +263,27 @@ except ModuleNotFoundError as error:
         raise
     lab = None
 exporter = getattr(lab, "export_site_data", None)
+values = {}
+try:
+    from nlpcore import hardware
+    from nlpcore.web import viz
+except ImportError as error:  # a tree without these modules (build.py's own tests)
+    if not (error.name or "").startswith("nlpcore"):
+        raise
+else:
+    values = {"hardware." + name: value for name, value in hardware.as_dict().items()}
+    values["cell.min_sram"] = viz.MIN_SRAM
+    for cell, limits in viz.CELL_LIMITS.items():
+        values.update({"cell.%s.%s" % (cell, name): value for name, value in limits.items()})
 with open(sys.argv[2], "w", encoding="utf-8") as f:  # a file: the exporter may print
-    json.dump(None if exporter is None else {"data": exporter()}, f)
+    json.dump({"data": None if exporter is None else exporter(), "values": values}, f)
 """
 
 
-def export_site_data(out: pathlib.Path) -> bool:
-    """Write data/exercises.json from nlpcore.lab.export_site_data() if that exists."""
+def run_exporter() -> dict:
+    """What the site takes from nlpcore, run in a fresh interpreter: ``{"data": the result of
+    nlpcore.lab.export_site_data() or None, "values": the numbers pages quote,
+    {"hardware.<name>": ..., "cell.<cell>.<limit>": ...}}`` (nlpcore.hardware, viz.CELL_LIMITS)."""
     with tempfile.TemporaryDirectory() as tmp:
         target = pathlib.Path(tmp) / "export.json"
         result = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "py"), str(target)],
@@ -277,10 +292,61 @@ def export_site_data(out: pathlib.Path) -> bool:
             last = (result.stderr.strip().splitlines() or ["no error output"])[-1]
             raise BuildError(f"nlpcore.lab.export_site_data() failed: {last}")
         exported = json.loads(target.read_text(encoding="utf-8"))
-    if exported is None:
+    return exported
+
+
+def export_site_data(out: pathlib.Path, exported: dict = None) -> bool:
+    """Write data/exercises.json from nlpcore.lab.export_site_data() if that exists."""
+    exported = run_exporter() if exported is None else exported
+    if exported["data"] is None:
         return False
     write_json(out / "data" / "exercises.json", exported["data"])
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The page shell: one header for every page, and numbers that come from Python
+# ---------------------------------------------------------------------------------------------
+
+SITE_NAV = (  # (page, label) in the order the header lists them
+    ("index.html", "Module"),
+    ("lab.html", "Guided lab"),
+    ("visualizer.html", "Visualizer"),
+    ("exercise.html", "Exercises"),
+    ("performance.html", "Performance"),
+)
+FIRST_EXERCISE = "online-softmax"   # where the header's "Exercises" link leads
+HEADER_MARK = "<!-- site-header -->"  # a page's own line that build.py replaces with the header
+VALUE = re.compile(r"\{\{([\w.-]+)\}\}")  # {{name}}: a value from export_site_data's values
+
+
+def site_header(page: str) -> str:
+    """The header and site navigation, with aria-current on ``page``'s own link."""
+    links = []
+    for target, label in SITE_NAV:
+        href = target + ("?id=" + FIRST_EXERCISE if target == "exercise.html" else "")
+        current = ' aria-current="page"' if target == page else ""
+        links.append(f'    <a href="{href}"{current}>{label}</a>')
+    return "\n".join(['<header class="site-header">',
+                      '  <a class="brand" href="index.html">FlashAttention lab</a>',
+                      '  <nav aria-label="Site">', *links, "  </nav>", "</header>"])
+
+
+def stamp_pages(out: pathlib.Path, values: dict) -> None:
+    """Put the header into every page at its HEADER_MARK and replace every ``{{name}}`` with
+    its value; a page without the mark, or a name without a value, stops the build."""
+    for path in sorted(out.glob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        if text.count(HEADER_MARK) != 1:
+            raise BuildError(f"site/{path.name} must hold the line {HEADER_MARK} exactly once")
+        text = text.replace(HEADER_MARK, site_header(path.name))
+
+        def value(match):
+            if match.group(1) not in values:
+                raise BuildError(f"site/{path.name} uses {{{{{match.group(1)}}}}}, which has no "
+                                 f"value (known: {', '.join(sorted(values))})")
+            return str(values[match.group(1)])
+        path.write_text(VALUE.sub(value, text), encoding="utf-8")
 
 
 def file_digest(path: pathlib.Path) -> str:
@@ -349,7 +415,9 @@ def build(out: pathlib.Path) -> dict:
     copy_tree(ROOT / "wgsl", out / "src" / "wgsl", "*.wgsl")
     vendor(out)
     build_wheel(out / "wheels")
-    export_site_data(out)
+    exported = run_exporter()
+    export_site_data(out, exported)
+    stamp_pages(out, exported["values"])
     (out / IN_PROGRESS).unlink()
     return write_manifest(out)
 

@@ -28,19 +28,19 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
+
+from .. import tolerances
 
 LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe", "Harden", "Break it", "Port")
 LANGUAGES = ("python", "wgsl")  # what a step's learner code is written in
 
-# Tolerances per dtype of the computation being checked: |got - want| <= atol + rtol * |want|.
-# float16 checks use the flash-attention bar instead (see ``flash_bar``).
-TOLERANCES = {
-    "float64": {"atol": 1e-9, "rtol": 1e-7},
-    "float32": {"atol": 2e-5, "rtol": 2e-4},
-}
+# Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
+# |got - want| <= atol + rtol · |want| at each entry. float16 checks use the low-precision bar
+# instead (see ``flash_bar``).
+TOLERANCES = tolerances.GRADER
 
 
 class Folder:
@@ -58,9 +58,18 @@ class Folder:
             raise FileNotFoundError("exercise file %s is missing" % path)
         return path.read_text(encoding="utf-8")
 
-    def statement(self, step_id: str) -> str:
-        """The Markdown statement of a step (``<step>.md``), without surrounding blank lines."""
-        return self.text(step_id + ".md").strip()
+    def statement(self, step_id: str, **values) -> str:
+        """The Markdown statement of a step (``<step>.md``), without surrounding blank lines, with
+        each ``{{name}}`` replaced by ``values[name]`` (numbers that come from code, e.g.
+        :mod:`nlpcore.hardware`); KeyError names a placeholder that has no value."""
+        text = self.text(step_id + ".md").strip()
+
+        def value(match):
+            if match.group(1) not in values:
+                raise KeyError("%s.md uses {{%s}}, which build() gives no value"
+                               % (step_id, match.group(1)))
+            return str(values[match.group(1)])
+        return re.sub(r"\{\{(\w+)\}\}", value, text)
 
     def starter(self, step_id: str, ext: str = "py") -> str:
         """The starter of a step: ``<step>_starter.<ext>`` when the folder has one, else the
@@ -115,7 +124,7 @@ def starter_from_solution(text: str) -> str:
             out.append(line)
         elif where == "starter":
             indent, body = _STARTER.match(line).groups()
-            out.append(indent + body + "\n")
+            out.append((indent + body).rstrip() + "\n")
     return "".join(out)
 
 
@@ -417,11 +426,8 @@ def assert_close(name: str, got, want, *, shapes: dict, dtype: str = "float32",
     Infinities must match exactly (a fully masked row's lse is -inf); NaN never passes.
     Returns max |Δ| over finite entries.
     """
-    tol = dict(TOLERANCES[dtype])
-    if atol is not None:
-        tol["atol"] = atol
-    if rtol is not None:
-        tol["rtol"] = rtol
+    tol = {"atol": TOLERANCES[dtype].atol if atol is None else atol,
+           "rtol": TOLERANCES[dtype].rtol if rtol is None else rtol}
     want = np.asarray(want, dtype=np.float64)
     got = expect_array(name, got, want.shape, shapes)
     if not np.issubdtype(got.dtype, np.number) and got.dtype != np.bool_:
@@ -467,9 +473,11 @@ def _num(x) -> str:
     return "%.7g" % x
 
 
-def flash_bar(name: str, got, want64, naive, *, shapes: dict, slack: float = 2.0,
-              floor: float = 1e-3, context: str = ""):
-    """The flash-attention test bar for low precision: err(got) <= slack·err(naive) + floor.
+def flash_bar(name: str, got, want64, naive, *, shapes: dict,
+              factor: float = tolerances.LOW_PRECISION_FACTOR, extra: float = 1e-3,
+              context: str = ""):
+    """The flash-attention test bar for low precision: err(got) <= factor·err(naive) + extra
+    (:func:`nlpcore.tolerances.low_precision_bound`).
 
     ``want64`` is a float64 reference; ``naive`` is the plain computation in the same low
     precision. Both errors are max |Δ| against ``want64``.
@@ -485,7 +493,7 @@ def flash_bar(name: str, got, want64, naive, *, shapes: dict, slack: float = 2.0
     finite = np.isfinite(want64)
     err = float(np.abs(np.where(finite, g - want64, 0.0)).max())
     base = float(np.abs(np.where(finite, np.asarray(naive, np.float64) - want64, 0.0)).max())
-    bound = slack * base + floor
+    bound = tolerances.low_precision_bound(base, extra, factor)
     if err > bound:
         delta = np.abs(np.where(finite, g - want64, 0.0))
         idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(delta)), delta.shape))
@@ -495,7 +503,7 @@ def flash_bar(name: str, got, want64, naive, *, shapes: dict, slack: float = 2.0
                                                                         want64[idx]),
                           got="%.6g" % g[idx],
                           tolerance="max|Δ| <= %g × %.3g (naive, same precision) + %g"
-                          % (slack, base, floor),
+                          % (factor, base, extra),
                           max_abs_err=err, where=list(idx), shapes=shapes)
     return err
 

@@ -7,11 +7,9 @@ Sources: Milakov & Gimelshein 2018 (arXiv:1805.02867) for the online normaliser;
 """
 from __future__ import annotations
 
-import math
-import types
-
 import numpy as np
 
+from nlpcore import hardware
 from nlpcore.kernels import io_model, reference
 from nlpcore.kernels import online_softmax as lib
 from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, assert_close, call_learner,
@@ -20,7 +18,9 @@ from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, a
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
 # The Predict step's setting (also written in its starter).
-PREDICT_N, PREDICT_D, PREDICT_M = 512, 64, 98304
+A100_M = hardware.A100_SRAM_FP16_ELEMENTS  # the paper's SRAM size M, in fp16 elements
+PREDICT_N, PREDICT_D, PREDICT_M = 512, 64, A100_M
+_PREDICT_BC = io_model.block_sizes(PREDICT_M, PREDICT_D)[1]  # Bc = ceil(M / 4d), for a hint
 PREDICT_RTOL = 0.20
 
 
@@ -225,9 +225,9 @@ def expected_probe(model) -> dict:
     """What a correct probe reports for ``model`` (the grader's own measurement)."""
     fig = model.figure2()
     return {
-        "slope_n": _fit(PROBE_NS, [model.flash_accesses(n, n, 64, 98304) for n in PROBE_NS]),
+        "slope_n": _fit(PROBE_NS, [model.flash_accesses(n, n, 64, A100_M) for n in PROBE_NS]),
         "slope_m": _fit(PROBE_MS, [model.flash_accesses(4096, 4096, 64, m) for m in PROBE_MS]),
-        "slope_d": _fit(PROBE_DS, [model.flash_accesses(4096, 4096, d, 98304) for d in PROBE_DS]),
+        "slope_d": _fit(PROBE_DS, [model.flash_accesses(4096, 4096, d, A100_M) for d in PROBE_DS]),
         "figure2_ratio": fig["standard_gb"] / fig["flash_gb"],
     }
 
@@ -311,7 +311,8 @@ def _check_measures(ns):
 def build() -> Exercise:
     predict = Step(
         id="predict", kind="Predict", title="Predict the HBM traffic", minutes=15,
-        statement=HERE.statement("predict"),
+        statement=HERE.statement("predict", N=PREDICT_N, d=PREDICT_D, M=PREDICT_M,
+                                 sram_kib=hardware.A100_SRAM_BYTES // 1024),
         starter=HERE.starter("predict"), solution=HERE.solution("predict"),
         hints=(
             "Standard: count each matrix once per read and once per write. $S$ is written, read, "
@@ -319,7 +320,9 @@ def build() -> Exercise:
             "Flash: $K$ and $V$ are read once. The outer loop runs over "
             "$T_c = \\lceil N / B_c \\rceil$ key tiles, and each iteration reads all of $Q$ and "
             "reads and writes all of $O$.",
-            "$B_c = \\lceil 98304 / 256 \\rceil = 384$, so $T_c = \\lceil 512 / 384 \\rceil = 2$.",
+            "$B_c = \\lceil %d / %d \\rceil = %d$, so $T_c = \\lceil %d / %d \\rceil = %d$."
+            % (PREDICT_M, 4 * PREDICT_D, _PREDICT_BC, PREDICT_N, _PREDICT_BC,
+               -(-PREDICT_N // _PREDICT_BC)),
         ),
         required=("standard", "flash"), record=("standard", "flash"),
         checks=(
@@ -370,7 +373,7 @@ def build() -> Exercise:
         statement=HERE.statement("probe"),
         starter=HERE.starter("probe"), solution=HERE.solution("probe"),
         hints=(
-            "`io_model.flash_accesses(n, n, 64, 98304)` is the forward count for one head.",
+            "`io_model.flash_accesses(n, n, 64, %d)` is the forward count for one head." % A100_M,
             "`np.polyfit(np.log(xs), np.log(ys), 1)[0]` is the slope.",
             "`fig = io_model.figure2(); fig['standard_gb'] / fig['flash_gb']`.",
         ),

@@ -110,6 +110,9 @@ def _host(case: Case) -> Dict[str, int]:
     return {"BR": auto.br, "BC": auto.bc, "D": case.d, "DV": case.dv, "WG": HOST_WG}
 
 
+_reference_cache: Dict[tuple, tuple] = {}
+
+
 def reference64(case: Case, br: int, bc: int):
     """(o, lse) of nlpcore.kernels.reference in float64 on the case's inputs (cached)."""
     key = (case, br, bc)

@@ -12,7 +12,8 @@ import numpy as np
 
 from nlpcore.kernels import flash_wgsl_mirror as mirror
 from nlpcore.kernels import tiling
-from nlpcore.lab.framework import TOLERANCES, Check, CheckFailed, assert_close, shapes_of
+from nlpcore import tolerances
+from nlpcore.lab.framework import Check, CheckFailed, assert_close, shapes_of
 
 from .cases import TIMING_CASES, Case, _host, _tile_plan, expected, reference64
 from .expressions import ShaderError
@@ -21,7 +22,7 @@ from .reader import ShaderInfo, parse_shader
 from .sizing import STORAGE_LIMIT, Layout, layout, refusal
 
 MAX_INVOCATIONS = tiling.WEBGPU_DEFAULT_INVOCATIONS
-TOLERANCE = dict(TOLERANCES["float32"])       # GPU vs mirror, both float32: the same sums,
+TOLERANCE = tolerances.GRADER["float32"].as_dict()  # GPU vs mirror, both float32: the same sums,
                                                # possibly added in another order
 
 
