@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
+import page_bench  # noqa: E402
 
 D = 64
 SIZES = (256, 512, 1024, 2048, 4096)
@@ -355,9 +356,9 @@ def main(argv=None) -> int:
         if name == "wgpu-py":
             engine = run_wgpu(sizes, plan)
         elif name == "chromium":
-            import page_bench
-
-            engine = page_bench.run_chromium(sizes, dist=args.dist, repeats_for=repeats_for)
+            engine = page_bench.run_chromium(
+                lambda ops, timestamps: measure("chromium", sizes, plan, ops, timestamps, repeats_for),
+                dist=args.dist)
         else:
             parser.error("--engines: unknown engine {!r} (wgpu-py, chromium)".format(name))
         engine["speedups"] = speedups(engine) if engine.get("rows") else []

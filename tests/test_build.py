@@ -1,11 +1,10 @@
-"""build.py: a deterministic dist/ with a correct manifest, only the Pyodide files the lab needs,
+"""build.py (labtools.build): a deterministic dist/ with a correct manifest, only the Pyodide files the lab needs,
 a valid nlpcore wheel, and a server that sends the right content types."""
 from __future__ import annotations
 
 import base64
 import csv
 import hashlib
-import importlib.util
 import io
 import json
 import pathlib
@@ -22,14 +21,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def _load_build():
-    spec = importlib.util.spec_from_file_location("lab_build_under_test", ROOT / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _load_build()
+from labtools import build  # noqa: E402  (the repository root is on pytest's pythonpath)
 
 
 @pytest.fixture(scope="module")

@@ -18,22 +18,11 @@
  */
 import {registerCheckRunner} from "./exercise.js";
 import {openGpu, runSpec} from "./gpu.js";
+import {el} from "./dom.js";
 
 const TIMING_REPEATS = 3;
 const GPU_TIME_LIMIT_MS = 30000;  // a shader that loops forever never finishes its dispatch
 const $ = (id) => document.getElementById(id);
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === null || value === undefined) continue;
-    if (key === "text") node.textContent = value;
-    else if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);
-  return node;
-}
 
 /* ---- editor: WGSL highlighting and compiler marks ------------------------------------------ */
 

@@ -22,8 +22,8 @@ from .reader import ShaderInfo, parse_shader
 from .sizing import STORAGE_LIMIT, Layout, layout, refusal
 
 MAX_INVOCATIONS = tiling.WEBGPU_DEFAULT_INVOCATIONS
-TOLERANCE = tolerances.GRADER["float32"].as_dict()  # GPU vs mirror, both float32: the same sums,
-                                               # possibly added in another order
+# GPU vs mirror, both float32: the same sums, possibly added in another order.
+TOLERANCE = {"atol": tolerances.GRADER["float32"].atol, "rtol": tolerances.GRADER["float32"].rtol}
 
 
 
