@@ -28,4 +28,7 @@ def as_dict() -> dict:
     return {"fp16_bytes": FP16_BYTES, "a100_sram_bytes": A100_SRAM_BYTES,
             "a100_sram_kib": A100_SRAM_BYTES // 1024,
             "a100_sram_fp16_elements": A100_SRAM_FP16_ELEMENTS,
-            "a100_hbm_bytes_per_s": A100_HBM_BYTES_PER_S, "a100_fp16_flops": A100_FP16_FLOPS}
+            "a100_hbm_bytes_per_s": A100_HBM_BYTES_PER_S, "a100_fp16_flops": A100_FP16_FLOPS,
+            "a100_hbm_tb_per_s": "%g" % (A100_HBM_BYTES_PER_S / 1e12),
+            "a100_fp16_tflops": "%g" % (A100_FP16_FLOPS / 1e12),
+            "a100_ridge_flop_per_byte": "%.0f" % (A100_FP16_FLOPS / A100_HBM_BYTES_PER_S)}
