@@ -18,6 +18,7 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
       setValue: (text) => { textarea.value = text; },
       onChange: (cb) => textarea.addEventListener("input", cb),
       refresh: () => {},
+      focus: () => textarea.focus(),
     };
   }
   const cm = CM.fromTextArea(textarea, {
@@ -40,5 +41,6 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
     setValue: (text) => cm.setValue(text),
     onChange: (cb) => cm.on("change", cb),
     refresh: () => cm.refresh(),
+    focus: () => cm.focus(),
   };
 }

@@ -2,7 +2,7 @@
 // Python runs only through runtime.js (nlpcore.web.viz.run_episode_cell); the worker is
 // started on the first click so the page itself loads instantly.
 
-import { loadProgress, resetProgress, doneSteps, onProgressChange } from "./progress.js";
+import { loadProgress, resetProgress, doneSteps, solutionViewedSteps, onProgressChange } from "./progress.js";
 import { renderMath } from "./katex-render.js";
 import { el } from "./dom.js";
 
@@ -99,10 +99,13 @@ function stepTotal(ex) {
 function exerciseStatus(ex) {
   const known = ex.steps && ex.steps.length ? new Set(ex.steps) : null;
   const done = doneSteps(ex.id).filter((s) => !known || known.has(s)).length;
+  const viewed = solutionViewedSteps(ex.id).filter((s) => !known || known.has(s)).length;
   const total = stepTotal(ex);
-  if (done === 0) return { text: "not started", state: "todo", done, total };
-  if (done >= total) return { text: `done (${done}/${total} steps)`, state: "done", done, total };
-  return { text: `${done}/${total} steps`, state: "started", done, total };
+  // A step passed after the solution was loaded counts as done, and is named apart from solved.
+  const how = viewed ? `${done - viewed} solved, ${viewed} with the solution viewed` : "";
+  if (done === 0) return { text: "not started", state: "todo", done, viewed, total };
+  if (done >= total) return { text: `done (${done}/${total} steps${how ? `: ${how}` : ""})`, state: "done", done, viewed, total };
+  return { text: `${done}/${total} steps${how ? ` (${how})` : ""}`, state: "started", done, viewed, total };
 }
 
 function renderExerciseRows(list) {
@@ -118,7 +121,8 @@ function renderExerciseRows(list) {
         el("td", {}, el("span", { class: `tier tier-${ex.tier}`, text: ex.tier })),
         el("td", { text: ex.ladder.join(" · ") }),
         el("td", { text: ex.minutes ? `${ex.minutes} min` : "" }),
-        el("td", { class: `status status-${status.state}`, "data-testid": `exercise-status-${ex.id}`, text: status.text }),
+        el("td", { class: `status status-${status.state}`, "data-testid": `exercise-status-${ex.id}`,
+                   "data-solution-viewed": String(status.viewed), text: status.text }),
       ),
     );
   }
@@ -127,12 +131,14 @@ function renderExerciseRows(list) {
 function renderProgress(progress, exercises, labSteps) {
   const box = document.getElementById("progress");
   let stepsDone = 0;
+  let stepsViewed = 0;
   let stepsTotal = 0;
   let complete = 0;
   let next = null;
   for (const ex of exercises) {
     const s = exerciseStatus(ex);
     stepsDone += Math.min(s.done, s.total);
+    stepsViewed += s.viewed;
     stepsTotal += s.total;
     if (s.state === "done") complete += 1;
     else if (!next) next = ex;
@@ -143,7 +149,8 @@ function renderProgress(progress, exercises, labSteps) {
   box.replaceChildren(
     el("div", { class: "progress-line" },
       el("strong", { "data-testid": "progress-exercises", text: `${complete} of ${exercises.length}` }),
-      ` exercises complete (${stepsDone} of ${stepsTotal} ladder steps)`),
+      ` exercises complete (${stepsDone} of ${stepsTotal} ladder steps` +
+      (stepsViewed ? `; ${stepsDone - stepsViewed} solved, ${stepsViewed} with the solution viewed)` : ")")),
     el("div", { class: "progress-bar", role: "progressbar", "aria-label": "ladder steps done",
                 "aria-valuemin": "0", "aria-valuemax": String(stepsTotal), "aria-valuenow": String(stepsDone) },
       el("span", { style: `width:${stepsTotal ? (100 * stepsDone) / stepsTotal : 0}%` })),
@@ -153,6 +160,7 @@ function renderProgress(progress, exercises, labSteps) {
   );
   box.dataset.state = "ready";
   box.dataset.stepsDone = String(stepsDone);
+  box.dataset.stepsSolutionViewed = String(stepsViewed);
   box.dataset.labDone = String(labDone);
 
   const nextEl = document.getElementById("next-step");
@@ -255,9 +263,19 @@ async function main() {
     renderExerciseRows(exercises);
     renderProgress(doc, exercises, labSteps);
   });
+  // Clearing asks first: it cannot be undone. Code drafts are kept (they live apart).
+  const confirmBox = document.getElementById("progress-reset-confirm");
   document.getElementById("progress-reset").addEventListener("click", () => {
+    confirmBox.hidden = false;
+    document.getElementById("progress-reset-no").focus();
+  });
+  document.getElementById("progress-reset-no").addEventListener("click", () => {
+    confirmBox.hidden = true;
+  });
+  document.getElementById("progress-reset-yes").addEventListener("click", () => {
+    confirmBox.hidden = true;
     resetProgress();
-    showNotice("Saved progress cleared.");
+    showNotice("Saved progress cleared. Your code drafts on the exercise pages are still there.");
   });
 }
 

@@ -5,6 +5,12 @@
 //    "exercises": {<exercise id>: {<step>: {"done": true, "at": ISO, ...extra}}},
 //    "lab":       {<step id>: {"done": true, "answer": ..., "at": ISO, ...extra}}}
 //
+// A step's record may exist before it is done (noteStep), and keeps what it learned when it is
+// done (markStep merges): "solution_viewed": true once the learner loaded the solution (the
+// pages then say "solution viewed", apart from "solved"); Predict steps keep "first": the first
+// prediction {answer, checks: {check id: status}, at} and "revealed": true once the answer
+// was shown.
+//
 // Corrupt or foreign data never breaks a page: loadProgress() resets it to an empty
 // document and returns a notice string that the page shows to the learner. When storage
 // is unavailable (private mode, blocked cookies) progress lives in memory for this page
@@ -119,17 +125,39 @@ export function markStep(area, id, step, extra) {
   if (extra !== undefined && extra !== null && !isPlainObject(extra)) {
     throw new TypeError(`extra must be a plain object or null; got ${JSON.stringify(extra)}`);
   }
+  return update(area, id, step, Object.assign({}, extra || {}, { done: true, at: new Date().toISOString() }));
+}
+
+// Merges `fields` into one step's record without marking it done, e.g.
+//   noteStep("exercises", "online-softmax", "predict", {solution_viewed: true})
+export function noteStep(area, id, step, fields) {
+  checkArea(area);
+  checkKey("id", id);
+  if (area === "exercises") checkKey("step", step);
+  if (!isPlainObject(fields)) {
+    throw new TypeError(`fields must be a plain object; got ${JSON.stringify(fields)}`);
+  }
+  return update(area, id, step, fields);
+}
+
+function update(area, id, step, fields) {
   const { progress } = loadProgress();
-  const record = Object.assign({}, extra || {}, { done: true, at: new Date().toISOString() });
   if (area === "lab") {
-    progress.lab[id] = record;
+    progress.lab[id] = Object.assign({}, progress.lab[id] || {}, fields);
   } else {
     if (!isPlainObject(progress.exercises[id])) progress.exercises[id] = {};
-    progress.exercises[id][step] = record;
+    progress.exercises[id][step] = Object.assign({}, progress.exercises[id][step] || {}, fields);
   }
   write(progress);
   notify(progress);
   return progress;
+}
+
+// One exercise step's record ({} when there is none).
+export function stepRecord(id, step) {
+  const { progress } = loadProgress();
+  const steps = progress.exercises[id] || {};
+  return isPlainObject(steps[step]) ? steps[step] : {};
 }
 
 export function isDone(area, id, step) {
@@ -145,6 +173,13 @@ export function doneSteps(id) {
   const { progress } = loadProgress();
   const steps = progress.exercises[id] || {};
   return Object.keys(steps).filter((k) => steps[k] && steps[k].done);
+}
+
+// Steps of one exercise done after the learner had loaded the solution.
+export function solutionViewedSteps(id) {
+  const { progress } = loadProgress();
+  const steps = progress.exercises[id] || {};
+  return Object.keys(steps).filter((k) => steps[k] && steps[k].done && steps[k].solution_viewed);
 }
 
 // Removes all saved progress (the index page offers this as a button).

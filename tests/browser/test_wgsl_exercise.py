@@ -58,6 +58,7 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     for step in EX.steps:
         page.click(f"[data-testid=step-tab][data-step={step.id}]")
         page.click("[data-testid=load-solution]")
+        page.click("[data-testid=confirm-replace-yes]")  # "Load solution" asks first
         statuses = run_checks(page)
         assert statuses == {c.id: "pass" for c in step.checks}, page.inner_text("#results")
         assert page.get_attribute(f"[data-testid=step-tab][data-step={step.id}]", "data-done") == "1"
@@ -126,6 +127,7 @@ def test_without_webgpu_the_page_says_why_and_runs_mirror_checks(open_page, site
     page.wait_for_selector("[data-testid=gpu-status][data-state=unavailable]")
     assert "navigator.gpu" in page.inner_text("[data-testid=gpu-status]")
     page.click("[data-testid=load-solution]")
+    page.click("[data-testid=confirm-replace-yes]")  # "Load solution" asks first
     statuses = run_checks(page)
     assert {k: v for k, v in statuses.items() if k in PYTHON_CHECKS} == dict.fromkeys(PYTHON_CHECKS, "pass")
     assert {v for k, v in statuses.items() if k not in PYTHON_CHECKS} == {"error"}

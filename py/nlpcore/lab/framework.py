@@ -150,7 +150,8 @@ def result(check_id: str, title: str, status: str, message: str = "", **details)
     """One check's verdict, as plain data for the page.
 
     details may hold: expected, got, tolerance, max_abs_err, where, shapes (dict name ->
-    shape list), table (``{"columns": [...], "rows": [[...], ...]}``), runner, command.
+    shape list), table (``{"columns": [...], "rows": [[...], ...]}``), parts (``{part:
+    "right" | "wrong"}``, what a Predict step shows before the answer), runner, command.
     """
     if status not in ("pass", "fail", "error", "pending", "local"):
         raise ValueError("status must be pass|fail|error|pending|local, got %r" % (status,))

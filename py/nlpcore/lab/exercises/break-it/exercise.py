@@ -53,15 +53,17 @@ def _check_prediction(ns):
     live = mu.killers(matrix)
     table = mu.matrix_table(matrix)
     wrong = []
+    parts = {}  # row -> "right" | "wrong": what a page may show before it shows the answer
     for mid, tests in live.items():
         guess = sorted(set(pred.get(mid, ())))
+        parts[mid] = "right" if guess == sorted(tests) else "wrong"
         if guess != sorted(tests):
             wrong.append("%s: you said %s, it is %s" % (mid, guess or "none", sorted(tests) or "none"))
     if wrong:
         raise CheckFailed("%d of 5 rows of your prediction differ from the live kill matrix"
                           % len(wrong), expected="; ".join("%s: %s" % (m, t or "none")
                                                            for m, t in live.items()),
-                          got="; ".join(wrong), table=table)
+                          got="; ".join(wrong), table=table, parts=parts)
     survivors = [m for m, t in live.items() if not t]
     return ("all 5 rows right. The weak suite lets %d mutants survive: %s"
             % (len(survivors), ", ".join(survivors)))
