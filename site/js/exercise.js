@@ -35,6 +35,7 @@ import {renderMath} from "./katex-render.js";
 import {renderMarkdown} from "./md.js";
 import {createEditor} from "./editor.js";
 import {el} from "./dom.js";
+import {TRITON_BACKENDS} from "./backends.js";
 
 export const TIME_LIMIT_MS = 10000;
 const DRAFTS_KEY = "fa-lab-drafts-v1";
@@ -744,8 +745,6 @@ async function runChecks() {
 
 /* ---- Triton results plot ------------------------------------------------------------------- */
 
-const IMPLS = [["triton", "ours (Triton)", "#2456c7"], ["flash", "SDPA flash", "#8a5a00"],
-               ["cudnn", "SDPA cuDNN", "#17794a"], ["efficient", "SDPA efficient", "#9aa7c4"]];
 
 function loadScript(src) {
   return new Promise((resolve, reject) => {
@@ -781,7 +780,7 @@ async function drawResults(path) {
     note.dataset.state = "ready";
     const labels = rows.map((r) => `d=${r.d} N=${r.n}${r.causal ? " causal" : ""}`);
     for (const pass of ["fwd", "bwd"]) {
-      const datasets = IMPLS.map(([key, label, color]) => ({
+      const datasets = TRITON_BACKENDS.map(({key, label, color}) => ({
         label, backgroundColor: color,
         data: rows.map((r) => {
           const v = r[pass] && r[pass][key] && r[pass][key].tflops;

@@ -9,6 +9,7 @@
  * Hooks: every section has data-status = loading | recorded | not-recorded | error;
  * [data-testid=perf-targets] lists every target with data-status = met | missed | not-measured.
  */
+import {tritonBackend} from "./backends.js";
 
 const RESULTS = {
   numpy: "bench/results/numpy_attention.json",
@@ -19,8 +20,7 @@ const RESULTS = {
 };
 const LABELS = {numpy: "NumPy", webgpu: "WebGPU", io: "IO claim", readiness: "page readiness", triton: "Triton H200"};
 const COLORS = {naive: "#b3261e", flash: "#2456c7", flash2: "#17794a", theory: "#8a8f99",
-                tiled: "#2456c7", triton: "#2456c7", cudnn: "#8a5a00", efficient: "#8a8f99"};
-const BACKEND_COLORS = {triton: "#2456c7", flash: "#17794a", cudnn: "#8a5a00", efficient: "#b3261e"};
+                tiled: "#2456c7"};
 
 const $ = (id) => document.getElementById(id);
 const charts = new Map();  // canvas id -> Chart
@@ -484,9 +484,9 @@ function showTriton(record) {
   const labels = results.map((r) => `d ${r.d}, N ${r.n}${r.causal ? ", causal" : ""}`);
   const backends = Object.keys(results[0].fwd || {});
   const sets = (pass) => backends.map((b) => ({
-    label: b === "triton" ? "this lab's Triton" : `SDPA ${b}`,
+    label: tritonBackend(b).label,
     data: results.map((r) => (r[pass] && r[pass][b] && Number.isFinite(r[pass][b].tflops) ? r[pass][b].tflops : null)),
-    backgroundColor: BACKEND_COLORS[b] || "#5b6475"}));
+    backgroundColor: tritonBackend(b).color}));
   const config = (pass) => ({type: "bar", data: {labels, datasets: sets(pass)},
     options: {responsive: true, maintainAspectRatio: false, animation: false,
               scales: {y: {title: {display: true, text: "TFLOP/s"}}, x: {ticks: {autoSkip: false, maxRotation: 60}}},

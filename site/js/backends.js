@@ -1,0 +1,17 @@
+/* The Triton benchmark's backends, named and coloured once for every chart that shows them
+ * (performance.html's Triton section and the Triton exercise's results plot), so a backend
+ * has one colour everywhere. Keys are the backend names in bench/results/triton_h200.json. */
+
+export const TRITON_BACKENDS = [
+  {key: "triton", label: "this lab's Triton", color: "#2456c7"},
+  {key: "flash", label: "SDPA flash", color: "#17794a"},
+  {key: "cudnn", label: "SDPA cuDNN", color: "#8a5a00"},
+  {key: "efficient", label: "SDPA efficient", color: "#b3261e"},
+];
+
+const UNKNOWN = "#5b6475";
+
+/* {label, color} of a backend key; an unknown key keeps its name and gets a neutral grey. */
+export function tritonBackend(key) {
+  return TRITON_BACKENDS.find((b) => b.key === key) || {key, label: `SDPA ${key}`, color: UNKNOWN};
+}
