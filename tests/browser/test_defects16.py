@@ -2,6 +2,12 @@
 its defect on the main of that day."""
 from __future__ import annotations
 
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
 
 def chart_colours(page, canvas_ids):
     """{dataset label: colour} of the Chart.js charts drawn on the given canvases."""
@@ -24,3 +30,16 @@ def test_triton_backends_have_one_colour_everywhere(page, site_url, lab_dist):
     on_exercise = chart_colours(page, ["plot-fwd", "plot-bwd"])
     assert on_exercise == on_performance, (on_exercise, on_performance)
     assert len(set(on_exercise.values())) == len(on_exercise) >= 4  # one colour per backend
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "site" / "img").glob("*.svg")))
+def test_svg_figures_keep_every_text_inside_their_frame(page, site_url, name):
+    page.goto(f"{site_url}img/{name}")
+    outside = page.evaluate(
+        "() => { const svg = document.documentElement; const f = svg.getBoundingClientRect(); const out = [];"
+        " for (const t of svg.querySelectorAll('text')) { const b = t.getBoundingClientRect();"
+        "   if (b.left < f.left - 0.5 || b.top < f.top - 0.5 || b.right > f.right + 0.5"
+        "       || b.bottom > f.bottom + 0.5)"
+        "     out.push([t.textContent, Math.round(b.left - f.left), Math.round(b.right - f.left)]); }"
+        " return out; }")
+    assert not outside, f"{name}: text clipped at the frame (text, left, right): {outside}"
