@@ -197,13 +197,31 @@ function runtime() {
   return runtimePromise;
 }
 
+// The name a learner sees for an input: its label's own text ("N", "M (SRAM, elements)").
+function fieldName(input) {
+  const label = input.closest("label");
+  const own = label ? [...label.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE)
+    .map((n) => n.textContent).join(" ").trim() : "";
+  return own || input.name;
+}
+
+// -> {params, problems}: an empty or unreadable number field is a problem stated by name,
+// never sent to Python as 0.
 function readForm(form) {
   const params = {};
+  const problems = [];
   for (const input of form.querySelectorAll("input")) {
-    if (input.type === "checkbox") params[input.name] = input.checked;
-    else params[input.name] = Number(input.value);
+    if (input.type === "checkbox") {
+      params[input.name] = input.checked;
+    } else if (input.validity.badInput) {
+      problems.push(`${fieldName(input)} is not a number: enter a whole number from ${input.min} to ${input.max}.`);
+    } else if (input.value.trim() === "") {
+      problems.push(`${fieldName(input)} is empty: enter a whole number from ${input.min} to ${input.max}.`);
+    } else {
+      params[input.name] = Number(input.value);
+    }
   }
-  return params;
+  return { params, problems };
 }
 
 function wireCell(cell) {
@@ -213,6 +231,12 @@ function wireCell(cell) {
   const button = form.querySelector("button");
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
+    const { params, problems } = readForm(form);
+    if (problems.length) {
+      out.textContent = problems.join("\n");
+      cell.dataset.status = "error";
+      return;
+    }
     button.disabled = true;
     cell.dataset.status = "running";
     out.textContent = "Starting Python (Pyodide)…";
@@ -224,7 +248,7 @@ function wireCell(cell) {
       await rt.ready;
       if (typeof off === "function") off();
       out.textContent = "Running…";
-      const result = await rt.call("viz.run_episode_cell", { name, params: readForm(form) }, { timeoutMs: 60000 });
+      const result = await rt.call("viz.run_episode_cell", { name, params }, { timeoutMs: 60000 });
       out.textContent = result.lines.join("\n");
       cell.dataset.status = result.ok ? "ok" : "error";
     } catch (err) {

@@ -43,3 +43,12 @@ def test_svg_figures_keep_every_text_inside_their_frame(page, site_url, name):
         "     out.push([t.textContent, Math.round(b.left - f.left), Math.round(b.right - f.left)]); }"
         " return out; }")
     assert not outside, f"{name}: text clipped at the frame (text, left, right): {outside}"
+
+
+def test_an_empty_episode_field_says_it_is_empty(page, site_url):
+    page.goto(f"{site_url}index.html")
+    page.fill("[data-testid=cell-exact] input[name=n]", "")
+    page.click("[data-testid=cell-run-exact]")
+    page.wait_for_selector("[data-testid=cell-exact][data-status=error]")
+    out = page.inner_text("[data-testid=cell-output-exact]")
+    assert out.startswith("N is empty") and "got 0" not in out, out
