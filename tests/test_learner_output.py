@@ -92,3 +92,22 @@ def test_break_it_prediction_says_which_rows_are_wrong():
     assert matrix["status"] == "fail"
     assert set(matrix["parts"]) == set(mutants)
     assert set(matrix["parts"].values()) == {"right", "wrong"}  # survivors right, killed wrong
+
+
+def test_compose_lse_check_reports_lse_not_o():
+    """Issue 16, 4.8: with o right and lse wrong, only the lse check fails, naming lse; with o
+    wrong and lse right, the lse check passes."""
+    solution = lab.exercise("online-softmax").step("compose").solution
+    wrong_lse = solution + ("\n_right = attention\n"
+                            "def attention(*args, **kwargs):\n"
+                            "    o, lse = _right(*args, **kwargs)\n"
+                            "    return o, lse + 1.0\n")
+    out = {c["id"]: c for c in grade(wrong_lse, step="compose")["checks"]}
+    assert out["ragged"]["status"] == "pass" and out["causal"]["status"] == "pass"
+    assert out["lse"]["status"] == "fail" and ": lse differs" in out["lse"]["message"], out["lse"]
+    wrong_o = solution + ("\n_right = attention\n"
+                          "def attention(*args, **kwargs):\n"
+                          "    o, lse = _right(*args, **kwargs)\n"
+                          "    return o + 1.0, lse\n")
+    out = {c["id"]: c for c in grade(wrong_o, step="compose")["checks"]}
+    assert out["ragged"]["status"] == "fail" and out["lse"]["status"] == "pass"
