@@ -4,12 +4,17 @@
  *   WebGPU (gpu.js)  runSpec      -> raw bytes of o and lse from wgsl/flash_fwd.wgsl
  *   Python (worker)  lab.compare  -> max |delta| for GPU vs mirror, GPU vs flash_np, mirror vs flash_np
  *
- * Page contract: [data-testid=compare] carries data-status (running | match | mismatch | error |
+ * Page contract: [data-testid=compare] carries data-status (running | match | mismatch | error | cancelled |
  * no-webgpu) and data-max-abs-err (GPU vs mirror; mirror vs flash_np without WebGPU);
  * [data-testid=adapter] names the adapter; [data-testid=tile-bytes] shows "<used> / 16384 bytes".
  * After every run the page dispatches `lab:compared` on document with the numbers in
  * event.detail (see `report` below), for the guided steps (js/lab-steps.js, loaded if present).
- * Inputs can be preset from the URL: lab.html?n=77&d=32&causal=1&padding=5&heads=1&seed=3
+ * Inputs can be preset from the URL: lab.html?n=77&d=32&causal=1&padding=5&heads=1&seed=3&precision=float16
+ *
+ * A run shows its stage and elapsed time ([data-testid=run-progress]) and can be cancelled
+ * ([data-testid=cancel]: the Python worker is terminated and restarted, the only way to stop
+ * it); a size whose mirror would take too long is refused by lab.prepare before any work. Each
+ * new run clears the previous tile plan first, so a refused run never shows an old plan.
  */
 import {getRuntime} from "./runtime.js";
 import {openGpu, runSpec} from "./gpu.js";
@@ -17,6 +22,7 @@ import {openGpu, runSpec} from "./gpu.js";
 const $ = (id) => document.getElementById(id);
 const STAGES = ["runtime", "numpy", "nlpcore"];
 const FIELDS = ["n", "d", "padding", "heads", "seed"];
+const PRECISIONS = ["float32", "float16"];
 const PAIR_LABELS = {
   gpu_vs_mirror: "GPU (WGSL) vs CPU mirror",
   gpu_vs_flash_np: "GPU (WGSL) vs flash_np",
@@ -83,6 +89,7 @@ function presetFromUrl() {
     if (query.has(field)) $(`in-${field}`).value = query.get(field);
   }
   if (query.has("causal")) $("in-causal").checked = ["1", "true", "yes"].includes(query.get("causal"));
+  if (PRECISIONS.includes(query.get("precision"))) $("in-precision").value = query.get("precision");
 }
 
 function readParams() {
@@ -92,6 +99,7 @@ function readParams() {
     params[field] = text === "" ? null : Number(text);
   }
   params.causal = $("in-causal").checked;
+  params.precision = $("in-precision").value;
   return params;
 }
 
@@ -110,7 +118,18 @@ function showError(text) {
   $("error").textContent = text || "";
 }
 
+/* No plan on show: before a run's own plan arrives, and when the run is refused. */
+function clearPlan(reason) {
+  $("plan").textContent = reason;
+  $("tile-bytes").textContent = "—";
+  $("tile-bytes").dataset.bytes = "";
+  $("dispatch").textContent = "—";
+  $("tile-bar").replaceChildren();
+  $("plan").dataset.state = "none";
+}
+
 function showPlan(prepared) {
+  $("plan").dataset.state = "shown";
   const plan = prepared.plan;
   const heads = prepared.args.heads;
   $("plan").textContent = `Br = ${plan.br} query rows × Bc = ${plan.bc} key rows, ` +
@@ -178,6 +197,49 @@ function report(detail) {
   return detail;
 }
 
+/* ---- progress and cancel ---------------------------------------------------------------- */
+
+const progress = {stage: "", started: 0, timer: null};
+
+function showProgress(stage) {
+  if (stage) progress.stage = stage;
+  const seconds = ((performance.now() - progress.started) / 1000).toFixed(0);
+  $("run-progress").textContent = `${progress.stage} (${seconds} s so far)`;
+}
+
+function startProgress(stage) {
+  progress.started = performance.now();
+  clearInterval(progress.timer);
+  progress.timer = setInterval(() => showProgress(), 1000);
+  showProgress(stage);
+  $("run-progress").dataset.state = "running";
+  $("cancel").hidden = false;
+}
+
+function stopProgress(text, state) {
+  clearInterval(progress.timer);
+  progress.timer = null;
+  $("run-progress").textContent = text;
+  $("run-progress").dataset.state = state;
+  $("cancel").hidden = true;
+}
+
+/* Cancels the run under way: the worker is terminated (Python cannot be interrupted otherwise)
+ * and a fresh one boots; the run's result is dropped. */
+function cancelRun() {
+  runCounter += 1;  // the run under way is now stale
+  stopProgress("Cancelled. Python is restarting; run again when it is ready.", "cancelled");
+  setStatus("cancelled", null, "cancelled");
+  clearPlan("— (cancelled)");
+  $("run").disabled = true;
+  runtime.restart("the run was cancelled").then(() => {
+    $("run").disabled = false;
+    $("run-progress").textContent = "Python restarted: ready to run again.";
+  }, (error) => showError(error.message));
+  report({status: "cancelled", maxAbsErr: null, params: readParams(), plan: null, pairs: [],
+          adapter: null, error: "cancelled"});
+}
+
 /* ---- one run ---------------------------------------------------------------------------- */
 
 /* Runs one comparison; resolves to the `lab:compared` detail:
@@ -189,6 +251,8 @@ export async function runComparison(params = readParams()) {
   setStatus("running", null, "running…");
   showError("");
   showPairs([]);
+  clearPlan("— (planning this run…)");
+  startProgress("Python: drawing inputs, planning the tiles, running flash_np and the CPU mirror");
   $("preview").textContent = "";
   $("timings").textContent = "";
   const detail = {status: "running", maxAbsErr: null, params, plan: null, pairs: [],
@@ -196,6 +260,8 @@ export async function runComparison(params = readParams()) {
   const fail = (message) => {
     if (stale()) return detail;
     setStatus("error", null, "error: see the message below");
+    if (!detail.plan) clearPlan("— (refused: see the message below)");
+    stopProgress("Stopped: see the message below.", "error");
     showError(message);
     return report({...detail, status: "error", error: message});
   };
@@ -210,12 +276,14 @@ export async function runComparison(params = readParams()) {
     detail.plan = prepared.plan;
     showPlan(prepared);
     showPreview(prepared.preview, prepared.times);
+    $("plan").title = `${prepared.mirror_steps} key-tile steps in the CPU mirror`;
 
     const {gpu, error: gpuError} = await gpuReady;
     if (gpuError) {
       const cpu = prepared.cpu;
       showPairs([cpu]);
       const status = cpu.ok ? "no-webgpu" : "mismatch";
+      stopProgress(`Done in ${((performance.now() - progress.started) / 1000).toFixed(1)} s.`, "done");
       setStatus(status, cpu.max_abs, cpu.ok
           ? `No WebGPU here (${gpuError.message}). The two CPU paths agree: max |Δ| = ${fmt(cpu.max_abs)}.`
           : `No WebGPU here, and the CPU paths differ: ${cpu.problem}.`);
@@ -224,6 +292,7 @@ export async function runComparison(params = readParams()) {
     detail.adapter = gpu.name;
 
     let dispatched;
+    showProgress("GPU: running the WGSL shader");
     try {
       dispatched = await runSpec(gpu, prepared.spec);
     } catch (error) {
@@ -232,6 +301,7 @@ export async function runComparison(params = readParams()) {
     }
     if (stale()) return detail;
     let result;
+    showProgress("Python: comparing the GPU's output with the mirror and flash_np");
     try {
       result = await runtime.call("lab.compare", {...params, outputs: dispatched.outputs,
                                                  gpu_ms: dispatched.gpuMs});
@@ -239,6 +309,7 @@ export async function runComparison(params = readParams()) {
       return fail(error.message);
     }
     if (stale()) return detail;
+    stopProgress(`Done in ${((performance.now() - progress.started) / 1000).toFixed(1)} s.`, "done");
     showPairs(result.pairs);
     showPreview(result.preview, result.times);
     const [gpuMirror, gpuNp] = result.pairs;
@@ -279,6 +350,7 @@ $("lab-form").addEventListener("submit", (event) => {
   event.preventDefault();
   runComparison();
 });
+$("cancel").addEventListener("click", cancelRun);
 loadGuidedSteps();
 runtime.ready.then(() => runComparison(), (error) => {
   setStatus("error", null, "Python could not start, so nothing can be compared.");

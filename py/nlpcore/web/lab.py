@@ -2,7 +2,8 @@
 
 The page (``site/js/lab.js``) makes two calls through :func:`nlpcore.web.call`:
 
-1. ``lab.prepare(n, d, causal, padding, heads, seed)`` draws q, k, v, makes the tile plan
+1. ``lab.prepare(n, d, causal, padding, heads, seed, precision)`` draws q, k, v (float32, or
+   rounded to float16 with ``precision="float16"``), makes the tile plan
    (:func:`nlpcore.kernels.tiling.plan`, sized to WebGPU's default 16384 bytes of workgroup
    storage), runs two CPU paths - ``flash_np.forward`` (the NumPy FlashAttention kernel) and
    ``flash_wgsl_mirror.forward`` (a NumPy re-enactment of ``wgsl/flash_fwd.wgsl``) - and
@@ -14,6 +15,13 @@ The page (``site/js/lab.js``) makes two calls through :func:`nlpcore.web.call`:
 Every comparison reports max |delta| over o and over lse (rows with no allowed key must have
 o = 0 and lse = -inf in both results; such rows are compared by that rule, not by subtraction)
 and a verdict against a tolerance from :data:`TOLERANCES`.
+
+With float16 inputs flash_np computes as it does for 16-bit inputs (float32 accumulation, o
+returned in float16); the mirror and the shader stay float32 (the shader reads float32 buffers),
+on the same float16-rounded values.
+
+A run whose mirror would take too long inside the page is refused before any work, by its count
+of tile steps (:func:`mirror_steps`, at most :data:`MAX_MIRROR_STEPS`).
 
 Inputs are drawn again from the seed on each call (cheap at the lab's sizes); the last
 prepared run is kept so ``compare`` does not redo the CPU work.
@@ -32,16 +40,30 @@ from ..kernels import flash_np, flash_wgsl_mirror, tiling
 
 __all__ = ["prepare", "compare", "limits"]
 
-# Sizes the page may ask for. The mirror re-enacts every workgroup in Python, so its time grows
-# as heads * N^2: N = 1024 with 4 heads takes about 10 s inside Pyodide (measured, 2 cores).
+# Sizes the page may ask for.
 MAX_N = 1024
 MAX_D = 4096          # the tile plan rejects far smaller d; this only bounds the allocation
 MAX_HEADS = 4
 
-# Tolerances per pair of float32 results (nlpcore.tolerances.PAGE, where each is explained),
-# applied to o and to lse separately: max |delta| <= atol + rtol * max |reference| (over the
-# rows that have an allowed key).
-TOLERANCES = {pair: {"atol": tol.atol, "rtol": tol.rtol} for pair, tol in tolerances.PAGE.items()}
+# The mirror re-enacts every workgroup in Python, one key tile at a time, so its time is about
+# a fixed cost per tile step (heads * ceil(N / Br) * ceil(N / Bc) of them): large d means small
+# tiles and many steps. Measured in the page (headless Chromium, Pyodide 0.17, a shared 2-core
+# machine): N = 1024, d = 64, 4 heads is 32768 steps, mirror 6.3 s (16 s for the whole run);
+# N = 1024, d = 128, 4 heads is 131072 steps, mirror 45 s (64 s). 2^15 steps keeps the largest
+# run admitted to about a quarter of a minute; N = 1024, d = 1020, 4 heads (4194304 steps, 120 s
+# before this limit) is refused before any work.
+MAX_MIRROR_STEPS = 2 ** 15
+
+PRECISIONS = ("float32", "float16")
+
+# Tolerances per pair of results (nlpcore.tolerances.PAGE and PAGE_FLOAT16, where each is
+# explained), applied to o and to lse separately: max |delta| <= atol + rtol * max |reference|
+# (over the rows that have an allowed key).
+TOLERANCES_BY_PRECISION = {
+    "float32": {pair: {"atol": t.atol, "rtol": t.rtol} for pair, t in tolerances.PAGE.items()},
+    "float16": {pair: {"atol": t.atol, "rtol": t.rtol} for pair, t in tolerances.PAGE_FLOAT16.items()},
+}
+TOLERANCES = TOLERANCES_BY_PRECISION["float32"]
 
 _last: Dict[str, Any] = {}   # {"key": args tuple, "inputs": ..., "results": ...}
 
@@ -49,7 +71,15 @@ _last: Dict[str, Any] = {}   # {"key": args tuple, "inputs": ..., "results": ...
 def limits() -> Dict[str, Any]:
     """The bounds the page's inputs are checked against, and the storage budget."""
     return {"max_n": MAX_N, "max_d": MAX_D, "max_heads": MAX_HEADS,
-            "storage_limit": tiling.WEBGPU_DEFAULT_STORAGE, "tolerances": TOLERANCES}
+            "max_mirror_steps": MAX_MIRROR_STEPS, "precisions": list(PRECISIONS),
+            "storage_limit": tiling.WEBGPU_DEFAULT_STORAGE, "tolerances": TOLERANCES,
+            "tolerances_by_precision": TOLERANCES_BY_PRECISION}
+
+
+def mirror_steps(n: int, heads: int, plan: tiling.TilePlan) -> int:
+    """Key-tile steps the mirror runs: heads * ceil(N / Br) * ceil(N / Bc) (causal skips some;
+    the count is the unmasked one, an upper bound)."""
+    return heads * -(-n // plan.br) * -(-n // plan.bc)
 
 
 def _int_arg(value: Any, name: str, low: int, high: int) -> int:
@@ -62,7 +92,7 @@ def _int_arg(value: Any, name: str, low: int, high: int) -> int:
     return value
 
 
-def _check_args(n, d, causal, padding, heads, seed) -> Tuple[int, int, bool, int, int, int]:
+def _check_args(n, d, causal, padding, heads, seed, precision="float32") -> tuple:
     n = _int_arg(n, "n", 1, MAX_N)
     d = _int_arg(d, "d", 1, MAX_D)
     if not isinstance(causal, bool):
@@ -70,11 +100,14 @@ def _check_args(n, d, causal, padding, heads, seed) -> Tuple[int, int, bool, int
     padding = _int_arg(padding, "padding", 0, n)
     heads = _int_arg(heads, "heads", 1, MAX_HEADS)
     seed = _int_arg(seed, "seed", 0, 2 ** 32 - 1)
-    return n, d, causal, padding, heads, seed
+    if precision not in PRECISIONS:
+        raise ValueError("precision: expected one of {}, got {!r}".format(", ".join(PRECISIONS), precision))
+    return n, d, causal, padding, heads, seed, precision
 
 
-def make_inputs(n: int, d: int, padding: int, heads: int, seed: int):
-    """q, k, v (heads, n, d) float32 ~ N(0, 1), and the key-padding mask (1, 1, n) or None.
+def make_inputs(n: int, d: int, padding: int, heads: int, seed: int, precision: str = "float32"):
+    """q, k, v (heads, n, d) ~ N(0, 1) in ``precision`` (float16: the float32 draw rounded), and
+    the key-padding mask (1, 1, n) or None.
 
     The mask is True ("may attend") for the first n - padding keys: the last `padding` keys
     stand for padding tokens of a shorter sequence.
@@ -83,6 +116,8 @@ def make_inputs(n: int, d: int, padding: int, heads: int, seed: int):
     q = rng.standard_normal((heads, n, d)).astype(np.float32)
     k = rng.standard_normal((heads, n, d)).astype(np.float32)
     v = rng.standard_normal((heads, n, d)).astype(np.float32)
+    if precision == "float16":
+        q, k, v = q.astype(np.float16), k.astype(np.float16), v.astype(np.float16)
     mask = None
     if padding:
         mask = np.zeros((1, 1, n), dtype=bool)  # (..., 1, Nk): one row shared by every query
@@ -93,9 +128,17 @@ def make_inputs(n: int, d: int, padding: int, heads: int, seed: int):
 def _run_cpu(key: tuple) -> Dict[str, Any]:
     if _last.get("key") == key:
         return _last
-    n, d, causal, padding, heads, seed = key
+    n, d, causal, padding, heads, seed, precision = key
     plan = tiling.plan(d)  # ValueError naming the 16384-byte limit when d cannot fit
-    q, k, v, mask = make_inputs(n, d, padding, heads, seed)
+    steps = mirror_steps(n, heads, plan)
+    if steps > MAX_MIRROR_STEPS:
+        raise ValueError(
+            "n, d, heads: this run would take too long in the page: the mirror would run {} key-tile "
+            "steps (heads {} x ceil(N/Br) {} x ceil(N/Bc) {}, with d = {} the tiles are Br = {}, "
+            "Bc = {}), and the page runs at most {}. Lower N, d or heads.".format(
+                steps, heads, -(-n // plan.br), -(-n // plan.bc), d, plan.br, plan.bc,
+                MAX_MIRROR_STEPS))
+    q, k, v, mask = make_inputs(n, d, padding, heads, seed, precision)
 
     started = time.perf_counter()
     o_np, lse_np = flash_np.forward(q, k, v, causal=causal, mask=mask)
@@ -109,7 +152,7 @@ def _run_cpu(key: tuple) -> Dict[str, Any]:
     _last.clear()
     _last.update(key=key, plan=plan, spec=spec,
                  flash_np=(o_np, lse_np), mirror=(o_mirror, lse_mirror),
-                 times={"flash_np_ms": np_ms, "mirror_ms": mirror_ms})
+                 steps=steps, times={"flash_np_ms": np_ms, "mirror_ms": mirror_ms})
     return _last
 
 
@@ -118,7 +161,7 @@ def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def compare_pair(name: str, result: Tuple[np.ndarray, np.ndarray],
-                 reference: Tuple[np.ndarray, np.ndarray]) -> Dict[str, Any]:
+                 reference: Tuple[np.ndarray, np.ndarray], precision: str = "float32") -> Dict[str, Any]:
     """max |delta| of o and lse between two (o, lse) results, and the verdict for `name`.
 
     Rows whose lse is -inf (no allowed key) must be -inf in both, with o = 0 in both; any NaN
@@ -127,7 +170,7 @@ def compare_pair(name: str, result: Tuple[np.ndarray, np.ndarray],
     """
     o, lse = (np.asarray(x) for x in result)
     o_ref, lse_ref = (np.asarray(x) for x in reference)
-    tol = TOLERANCES[name]
+    tol = TOLERANCES_BY_PRECISION[precision][name]
     problem = None
     if o.shape != o_ref.shape or lse.shape != lse_ref.shape:
         problem = "shapes differ: o {} vs {}, lse {} vs {}".format(
@@ -175,18 +218,20 @@ def _preview(n: int, results: Dict[str, Tuple[np.ndarray, np.ndarray]]) -> Dict[
 
 
 def _summary(key: tuple, run: Dict[str, Any]) -> Dict[str, Any]:
-    n, d, causal, padding, heads, seed = key
+    n, d, causal, padding, heads, seed, precision = key
     plan = run["plan"]
     return {
-        "args": {"n": n, "d": d, "causal": causal, "padding": padding, "heads": heads, "seed": seed},
+        "args": {"n": n, "d": d, "causal": causal, "padding": padding, "heads": heads, "seed": seed,
+                 "precision": precision},
         "plan": plan.as_dict(),
+        "mirror_steps": run["steps"],
         "scale": 1.0 / math.sqrt(d),
         "times": dict(run["times"]),
     }
 
 
 def prepare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, heads: int = 1,
-            seed: int = 0) -> Dict[str, Any]:
+            seed: int = 0, precision: str = "float32") -> Dict[str, Any]:
     """Draw inputs, plan the tiles, run flash_np and the mirror; return the spec to dispatch.
 
     Args:
@@ -196,31 +241,34 @@ def prepare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, he
         padding: how many trailing keys are padding (masked for every query), 0..n.
         heads: independent heads (the leading axis), 1..MAX_HEADS.
         seed: seed of the N(0, 1) inputs.
+        precision: "float32", or "float16" (inputs rounded to float16; flash_np computes with
+            them as 16-bit inputs, the mirror and the shader in float32).
 
     Returns:
-        {"args", "plan" (TilePlan.as_dict()), "scale", "times", "spec" (the dispatch spec,
+        {"args", "plan" (TilePlan.as_dict()), "mirror_steps", "scale", "times", "spec" (the dispatch spec,
         buffers as bytes), "cpu" (compare_pair of mirror vs flash_np)}.
 
     Raises:
         TypeError / ValueError: naming the argument; ValueError from the tile plan when d does
-        not fit maxComputeWorkgroupStorageSize (16384 bytes).
+        not fit maxComputeWorkgroupStorageSize (16384 bytes), and before any work when the
+        mirror would run more than MAX_MIRROR_STEPS tile steps.
     """
-    key = _check_args(n, d, causal, padding, heads, seed)
+    key = _check_args(n, d, causal, padding, heads, seed, precision)
     run = _run_cpu(key)
     out = _summary(key, run)
     out["spec"] = run["spec"]
-    out["cpu"] = compare_pair("mirror_vs_flash_np", run["mirror"], run["flash_np"])
+    out["cpu"] = compare_pair("mirror_vs_flash_np", run["mirror"], run["flash_np"], precision)
     out["preview"] = _preview(key[0], {"mirror": run["mirror"], "flash_np": run["flash_np"]})
     return out
 
 
 def compare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, heads: int = 1,
             seed: int = 0, outputs: Optional[Dict[str, bytes]] = None,
-            gpu_ms: Optional[float] = None) -> Dict[str, Any]:
+            gpu_ms: Optional[float] = None, precision: str = "float32") -> Dict[str, Any]:
     """Decode the GPU's output bytes and compare them with the mirror and with flash_np.
 
     Args:
-        n, d, causal, padding, heads, seed: as for :func:`prepare` (same values).
+        n, d, causal, padding, heads, seed, precision: as for :func:`prepare` (same values).
         outputs: {binding name: raw little-endian bytes} read back from the GPU.
         gpu_ms: the page's timing of the dispatch, echoed in "times".
 
@@ -229,15 +277,15 @@ def compare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, he
         mirror_vs_flash_np], "status": "match"|"mismatch", "max_abs_err" (GPU vs mirror),
         "preview": a few values of o from each path}.
     """
-    key = _check_args(n, d, causal, padding, heads, seed)
+    key = _check_args(n, d, causal, padding, heads, seed, precision)
     if not isinstance(outputs, dict) or not all(isinstance(v, bytes) for v in outputs.values()):
         raise TypeError("outputs: expected a dict of {binding name: bytes} read back from the GPU")
     run = _run_cpu(key)
     gpu = flash_wgsl_mirror.decode_outputs(run["spec"], outputs)
     pairs = [
-        compare_pair("gpu_vs_mirror", gpu, run["mirror"]),
-        compare_pair("gpu_vs_flash_np", gpu, run["flash_np"]),
-        compare_pair("mirror_vs_flash_np", run["mirror"], run["flash_np"]),
+        compare_pair("gpu_vs_mirror", gpu, run["mirror"], precision),
+        compare_pair("gpu_vs_flash_np", gpu, run["flash_np"], precision),
+        compare_pair("mirror_vs_flash_np", run["mirror"], run["flash_np"], precision),
     ]
     out = _summary(key, run)
     if gpu_ms is not None:
