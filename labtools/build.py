@@ -323,7 +323,8 @@ VALUE = re.compile(r"\{\{([\w.-]+)\}\}")  # {{name}}: a value from export_site_d
 
 
 def site_header(page: str) -> str:
-    """The header and site navigation, with aria-current on ``page``'s own link."""
+    """The header and site navigation, with aria-current on ``page``'s own link, and the
+    script that registers the service worker (offline use after the first visit)."""
     links = []
     for target, label in SITE_NAV:
         href = target + ("?id=" + FIRST_EXERCISE if target == "exercise.html" else "")
@@ -331,7 +332,9 @@ def site_header(page: str) -> str:
         links.append(f'    <a href="{href}"{current}>{label}</a>')
     return "\n".join(['<header class="site-header">',
                       '  <a class="brand" href="index.html">FlashAttention lab</a>',
-                      '  <nav aria-label="Site">', *links, "  </nav>", "</header>"])
+                      '  <nav aria-label="Site">', *links, "  </nav>", "</header>",
+                      # js/offline.js registers sw.js: the site works offline after one visit
+                      '<script type="module" src="js/offline.js"></script>'])
 
 
 def stamp_pages(out: pathlib.Path, values: dict) -> None:

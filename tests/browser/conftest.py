@@ -80,7 +80,9 @@ def _origin(url: str) -> str:
 
 
 def _new_page(browser, site_url: str, webgpu: bool):
-    context = browser.new_context()
+    # The site's service worker (sw.js) would copy the whole site, Pyodide included, into each
+    # fresh context's cache; tests/browser/test_offline.py tests it in contexts of its own.
+    context = browser.new_context(service_workers="block")
     log = BrowserLog(origin=_origin(site_url))
 
     def route(route):
