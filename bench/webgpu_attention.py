@@ -377,7 +377,8 @@ def _limit(engine: dict, value) -> str:
 def limits_note(engine: dict) -> str:
     """What limits a missed (or unmeasurable) speed-up target on this engine, from this run's facts."""
     parts = []
-    wrong = ["N = {} {}".format(r["n"], r["kernel"]) for r in engine.get("rows", []) if not r["valid"]]
+    wrong = ["N = {} {}".format(r["n"], r["kernel"]) for r in engine.get("rows", [])
+             if not r["valid"] and not r.get("refused")]
     if wrong:
         parts.append("Wrong shader output on this adapter ({}), so those sizes have no valid ratio.".format(
             ", ".join(wrong)))
@@ -388,6 +389,10 @@ def limits_note(engine: dict) -> str:
             "llvmpipe's loop limiter, measured by a probe shader in the same run); "
             "nlpcore.kernels.flash_wgpu.loop_iterations bounds a dispatch's count.".format(
                 probe["total_iterations_executed"]))
+    if engine.get("cpu_adapter") is False:
+        parts.append("{} is a GPU: see the GPU targets and bench/README.md for what limits the tiled shader "
+                     "there.".format(engine.get("adapter")))
+        return " ".join(parts)
     parts.append(
         "{} runs the shaders on the CPU: workgroup memory is ordinary cached RAM, so tiling saves no slow-memory "
         "traffic, while every workgroupBarrier() (two per key tile in the tiled shader) costs a switch between "

@@ -50,8 +50,8 @@ def make_inputs(seed, batch, n_q, n_k, d, dv=None, mask_kind=None, spread=1.0):
 
 
 def describe(batch, n_q, n_k, d, dv, causal, mask_kind, plan):
-    return "batch={} Nq={} Nk={} d={} dv={} causal={} mask={} plan=(Br={}, Bc={}, WG={})".format(
-        batch, n_q, n_k, d, dv, causal, mask_kind, plan.br, plan.bc, plan.workgroup_size
+    return "batch={} Nq={} Nk={} d={} dv={} causal={} mask={} plan=(Br={}, Bc={}, KS={})".format(
+        batch, n_q, n_k, d, dv, causal, mask_kind, plan.br, plan.bc, plan.ks
     )
 
 
@@ -167,7 +167,7 @@ def test_dispatch_spec_layout():
     assert not any(b["output"] for b in spec["bindings"] if b["name"] not in ("o", "lse"))
 
     naive = mirror.dispatch_spec(q, k, v, causal=True, mask=mask, plan=plan, shader="attention_naive.wgsl")
-    assert naive["constants"] == {"D": 16, "DV": 8, "WG": plan.workgroup_size}
+    assert naive["constants"] == {"D": 16, "DV": 8, "WG": mirror.NAIVE_WORKGROUP_SIZE}
     assert naive["bindings"][-1]["name"] == "s" and naive["bindings"][-1]["size"] == 2 * 21 * 10 * 4
 
 
@@ -292,13 +292,14 @@ def test_shader_matches_mirror_and_reference(gpu, batch, n_q, n_k, d, dv, causal
 
 
 @pytest.mark.parametrize(
-    "br, bc, workgroup_size",
-    [(1, 1, 1), (4, 3, 7), (16, 16, 256), (3, 5, 64)],
+    "br, bc, ks",
+    [(1, 1, 1), (4, 3, 3), (16, 16, 2), (3, 5, 1), (7, 32, 4)],
 )
-def test_shader_with_other_tiles_and_workgroup_sizes(gpu, br, bc, workgroup_size):
-    # Odd tiles and a workgroup smaller or larger than a tile exercise every strided loop.
+def test_shader_with_other_tiles_and_lanes(gpu, br, bc, ks):
+    # Odd tiles, one to four lanes a row (d = 16 is four vec4 slots: with KS = 3 the last lane
+    # holds padding only) and a staging loop shorter or longer than the workgroup.
     q, k, v, mask = make_inputs(12, (2,), 23, 19, 16, 8, "padding", spread=2.0)
-    plan = tiling.plan(16, dv=8, br=br, bc=bc, workgroup_size=workgroup_size)
+    plan = tiling.plan(16, dv=8, br=br, bc=bc, ks=ks)
     inputs = describe((2,), 23, 19, 16, 8, True, "padding", plan)
     o_gpu, lse_gpu = gpu.forward(q, k, v, causal=True, mask=mask, plan=plan)
     o_mir, lse_mir = mirror.forward(q, k, v, causal=True, mask=mask, plan=plan)
@@ -338,14 +339,15 @@ def test_run_spec_is_generic(gpu):
 
 def test_naive_spec_runs_three_passes():
     q, k, v, _ = make_inputs(16, (3,), 21, 10, 16, 8)
-    plan = tiling.plan(16, dv=8, workgroup_size=4)
+    plan = tiling.plan(16, dv=8)
     spec = mirror.dispatch_spec(q, k, v, plan=plan, shader="attention_naive.wgsl")
+    assert mirror.NAIVE_WORKGROUP_SIZE == 64
     assert spec["passes"] == [
-        {"entry": "scores", "workgroups": [3, 21, 3]},   # ceil(Nk / WG) key blocks, Nq rows, B
+        {"entry": "scores", "workgroups": [1, 21, 3]},   # ceil(Nk / WG) key blocks, Nq rows, B
         {"entry": "softmax", "workgroups": [21, 1, 3]},  # a workgroup per query row
-        {"entry": "pv", "workgroups": [2, 21, 3]},       # ceil(dv / WG) column blocks
+        {"entry": "pv", "workgroups": [1, 21, 3]},       # ceil(dv / WG) column blocks
     ]
-    assert (spec["entry"], spec["workgroups"]) == ("scores", [3, 21, 3])
+    assert (spec["entry"], spec["workgroups"]) == ("scores", [1, 21, 3])
     assert "passes" not in mirror.dispatch_spec(q, k, v, plan=plan)  # flash: one dispatch
 
 
@@ -357,20 +359,25 @@ def _spec_with(n_k, d, **plan_args):
 def test_loop_iterations_counted_by_hand():
     from nlpcore.kernels import flash_wgpu
 
-    # BR = BC = 2, D = DV = 4, WG = 4, Nk = 4 (two key tiles). A strided loop over n elements
-    # costs ceil(n / 4) iterations + 1 exit test; a loop nested in it costs its own count per
-    # outer iteration. dot = (4/4 + 1) + (0 + 1) = 3; O goes four columns a step, so its
-    # BR·ceil(DV/4) = 2 steps are 1 per invocation, each with a BC-loop of 2 + 1.
-    # Per tile: j 1 + K 3 + V 3 + S 1·(1 + 3) + 1 + softmax 1·(1 + 2·3) + 1 + O 1·(1 + 3) + 1 = 25.
-    # Before the tiles: Q 3 + O 3 + m, l 2 = 8; after: 3 + 2 = 5; the j loop's exit test 1.
+    # BR = 2, BC = 2, KS = 1, D = DV = 4 (DL4 = DVL4 = 1), Nk = 4: two key tiles, WG = 2. A
+    # strided loop over n elements costs ceil(n / 2) iterations + 1 exit test; a loop with a
+    # four-a-step part and a remainder part over n costs (n // 4 + 1) + (n % 4 + 1).
+    # Per tile: j 1 + K (1 + 1) + V (1 + 1) + clear s 3 + scores 1·((0 + 1) + (2 + 1)) + 1 + 1
+    #   + mask/max 3 + exp 3 + o·alpha 2 + o += p·V 2·((0 + 1) + (1 + 1)) + 2 + 1 = 31.
+    # Before the tiles: q 2 + o 2 = 4; after: 2; the j loop's exit test 1.
     q, k, v, _ = make_inputs(18, (), 3, 4, 4)
-    spec = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, workgroup_size=4))
-    assert flash_wgpu.loop_iterations(spec) == 8 + 2 * 25 + 1 + 5
+    plan = tiling.plan(4, br=2, bc=2)
+    spec = mirror.dispatch_spec(q, k, v, plan=plan)
+    assert flash_wgpu.loop_iterations(spec) == 4 + 2 * 31 + 1 + 2
+    # KS = 2 lanes a row add the partial sums: write 3 + read 2·(2 + 1) + 2 + 1 = 12 a tile
+    # (and DL4 = DVL4 = 1 each, the same loops otherwise; staging BC·KS·DL4 = 4 over WG = 4).
+    two = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, ks=2))
+    assert flash_wgpu.loop_iterations(two) == 4 + 2 * (31 + 12) + 1 + 2
     # The naive shader's busiest pass, here softmax: 3 strided loops over Nk + 2 loops over WG.
-    naive = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, workgroup_size=4),
-                                 shader="attention_naive.wgsl")
-    assert flash_wgpu.loop_iterations(naive) == 3 * (1 + 1) + 2 * (4 + 1)
-    # A learner's inline shader of the same shape is counted one product per step.
+    naive = mirror.dispatch_spec(q, k, v, plan=plan, shader="attention_naive.wgsl")
+    wg = mirror.NAIVE_WORKGROUP_SIZE
+    assert flash_wgpu.loop_iterations(naive) == 3 * (1 + 1) + 2 * (wg + 1)
+    # A learner's inline shader of the same shape is counted one key and one slot per step.
     big = _spec_with(4096, 64)
     assert flash_wgpu.loop_iterations(dict(big, code="// inline")) > flash_wgpu.loop_iterations(big)
     assert flash_wgpu.loop_iterations(dict(spec, shader="other.wgsl")) is None

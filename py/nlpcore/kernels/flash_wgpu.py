@@ -118,24 +118,31 @@ def _strided(count: int, wg: int) -> int:
 
 
 def _flash_iterations(c: Dict[str, int], n_k: int, unrolled: bool) -> int:
-    """Loop iterations of one invocation of flash_fwd.wgsl, loop by loop as the shader is
-    written (its "Loop budget" comment), over all ceil(n_k / BC) key tiles and assuming the
-    compiler unrolls nothing. ``unrolled``: the inner products go four per iteration, as in
-    wgsl/flash_fwd.wgsl, and the O update goes four columns per step; False for a shader of the
-    same shape written one product and one output element per step."""
-    br, bc, d, dv, wg = c["BR"], c["BC"], c["D"], c["DV"], c["WG"]
-    dot = (d // 4 + 1) + (d % 4 + 1) if unrolled else d + 1
-    # O update: four columns per step in flash_fwd.wgsl, one per step in a plainer shader.
-    pv_steps = _ceil_div(br * _ceil_div(dv, 4), wg) if unrolled else _ceil_div(br * dv, wg)
+    """Loop iterations of the busiest invocation of flash_fwd.wgsl, loop by loop as the shader
+    is written (its "Loop budget" comment), over all ceil(n_k / BC) key tiles and assuming the
+    compiler unrolls nothing. ``unrolled``: the score loop takes four keys a step and the O
+    update four vec4 slots a step, as in wgsl/flash_fwd.wgsl; False for a shader of the same
+    shape written one key and one slot per step."""
+    br, bc, d, dv, ks = c["BR"], c["BC"], c["D"], c["DV"], c["KS"]
+    dl4 = _ceil_div(_ceil_div(d, 4), ks)
+    dvl4 = _ceil_div(_ceil_div(dv, 4), ks)
+    wg = br * ks
+
+    def stepped(n: int) -> int:  # `for (; x + 4 <= n; x += 4)` then `for (; x < n; x++)`
+        return (n // 4 + 1) + (n % 4 + 1) if unrolled else n + 1
+
     per_tile = (
         1                                                    # the j loop itself
-        + _strided(bc * d, wg) + _strided(bc * dv, wg)       # stage K_j, V_j
-        + _ceil_div(br * bc, wg) * (1 + dot) + 1             # S_ij
-        + _ceil_div(br, wg) * (1 + 2 * (bc + 1)) + 1         # online softmax, two loops per row
-        + pv_steps * (1 + bc + 1) + 1                        # O_i update
+        + _strided(bc * ks * dl4, wg) + _strided(bc * ks * dvl4, wg)  # stage K_j, V_j
+        + (bc + 1)                                           # clear the scores
+        + dl4 * stepped(bc) + dl4 + 1                        # partial scores, keys innermost
+        + ((bc + 1) + bc * (ks + 1) + bc + 1 if ks > 1 else 0)  # add the KS partial sums
+        + 2 * (bc + 1)                                       # mask + max, exp + sum
+        + (dvl4 + 1)                                         # o = alpha · o
+        + bc * stepped(dvl4) + bc + 1                        # o += p · V_j
     )
-    before = _strided(br * d, wg) + _strided(br * dv, wg) + _strided(br, wg)
-    after = _strided(br * dv, wg) + _strided(br, wg)
+    before = (dl4 + 1) + (dvl4 + 1)                          # load q, clear o
+    after = dvl4 + 1                                         # store o
     return before + _ceil_div(n_k, bc) * per_tile + 1 + after
 
 
@@ -173,7 +180,7 @@ def loop_iterations(spec: dict) -> Optional[int]:
     for loops the compiler may unroll; None for a shader it does not know.
 
     flash_fwd.wgsl: about ceil(Nk / BC) key tiles times the per-tile count of the shader's
-    "Loop budget" comment (92 for d = dv = 64 with the default plan). attention_naive.wgsl:
+    "Loop budget" comment (about 14 per key for d = dv = 64 with the default plan). attention_naive.wgsl:
     the longest of its three passes, Nk + 1 in its ``pv`` pass once Nk is large.
     """
     n_k = _n_k(spec)

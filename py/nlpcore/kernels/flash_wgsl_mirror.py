@@ -346,21 +346,23 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
 def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
     """One workgroup of ``flash_fwd.wgsl``'s ``main``: query tile i of batch entry b.
 
-    The shader's invocation t owns row r = t // KS as lane t % KS; here each NumPy array holds
-    what all invocations of the workgroup hold in their registers, indexed [row, lane, ...]."""
+    The shader's invocation t owns row r = t // KS as lane t % KS, with 64 head dims of the
+    row's q and o (CHUNK4 vec4 slots) in registers; here one array holds what all invocations of
+    the workgroup hold, indexed [row, lane, dim]."""
     p = launch.plan
-    BR, BC, D, DV, KS, DL4, DVL4 = p.br, p.bc, p.d, p.dv, p.ks, p.dl4, p.dvl4
+    BR, BC, D, DV, KS = p.br, p.bc, p.d, p.dv, p.ks
+    CHUNK = 4 * tiling.CHUNK4  # head dims per lane
     n_q, n_k = launch.q.shape[1], launch.k.shape[1]
     q0 = i * BR  # first query row of the tile
     rows = min(BR, n_q - q0)  # Br, or fewer in the ragged last tile
     r = np.arange(BR)  # each invocation's row within the tile
     row_ok = r < rows  # rows past the end compute but store nothing
 
-    # Each lane's slice of q, pre-multiplied by the scale; o = 0, m = MASKED_SCORE, l = 0.
-    q_reg = np.zeros((BR, KS * DL4 * 4), dtype=np.float32)  # [row, lane·DL4·4 + column]
+    # Each lane's 64 dims of q, pre-multiplied by the scale; o = 0, m = MASKED_SCORE, l = 0.
+    q_reg = np.zeros((BR, KS * CHUNK), dtype=np.float32)
     q_reg[:rows, :D] = launch.q[b, q0:q0 + rows]
-    q_reg = (launch.scale * q_reg).reshape(BR, KS, DL4 * 4)  # (BR, KS, slice)
-    o_reg = np.zeros((BR, KS, DVL4 * 4), dtype=np.float32)  # (BR, KS, slice)
+    q_reg = (launch.scale * q_reg).reshape(BR, KS, CHUNK)  # (BR, KS, 64)
+    o_reg = np.zeros((BR, KS, CHUNK), dtype=np.float32)  # (BR, KS, 64)
     m = np.full(BR, MASKED_SCORE, dtype=np.float32)
     l = np.zeros(BR, dtype=np.float32)
 
@@ -369,41 +371,46 @@ def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -
     j_end = t_c
     if launch.causal:
         j_end = min(t_c, -(-(q0 + rows) // BC))
-    c = np.arange(BC)
     for j in range(j_end):
         k0 = j * BC
         cols = min(BC, n_k - k0)  # Bc, or fewer in the ragged last tile
 
-        # Stage K_j and V_j, zero-padded to KS·DL4 (KS·DVL4) vec4 slots a key.
-        k_tile = np.zeros((BC, KS * DL4 * 4), dtype=np.float32)
-        k_tile[:cols, :D] = launch.k[b, k0:k0 + cols]
-        v_tile = np.zeros((BC, KS * DVL4 * 4), dtype=np.float32)
-        v_tile[:cols, :DV] = launch.v[b, k0:k0 + cols]
+        # Stage K_j and V_j, zero-padded to KS·64 dims a key.
+        k_tile = np.zeros((BC, KS, CHUNK), dtype=np.float32)
+        k_tile.reshape(BC, -1)[:cols, :D] = launch.k[b, k0:k0 + cols]
+        v_tile = np.zeros((BC, KS, CHUNK), dtype=np.float32)
+        v_tile.reshape(BC, -1)[:cols, :DV] = launch.v[b, k0:k0 + cols]
 
-        # Partial scores over each lane's slice, then (KS > 1) their sum in lane order.
-        s_part = np.einsum("rsx,csx->rsc", q_reg, k_tile.reshape(BC, KS, DL4 * 4))  # (BR, KS, BC)
-        s_reg = s_part[:, 0].copy()  # (BR, BC)
-        for lane in range(1, KS):
-            s_reg += s_part[:, lane]
+        # KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile.
+        if KS > 1:
+            s_part = np.einsum("rsx,csx->rsc", q_reg, k_tile)  # (BR, KS, BC)
 
-        # Online softmax in registers: masked and out-of-range scores become the sentinel.
-        live = np.zeros((BR, BC), dtype=bool)  # row_ok && c < cols && allowed(...), short-circuit
-        live[:rows, :cols] = allowed(launch, b, q0 + r[:rows, None], k0 + c[None, :cols])
-        s_reg = np.where(live, s_reg, MASKED_SCORE)  # (BR, BC)
-        m_new = np.maximum(m, s_reg.max(axis=1))  # (BR,)
-        s_reg = np.where(s_reg == MASKED_SCORE, np.float32(0), np.exp(s_reg - m_new[:, None]))
-        alpha = np.exp(m - m_new)  # (BR,)
-        l = alpha * l + s_reg.sum(axis=1, dtype=np.float32)
-        m = m_new
+        # Four keys g .. g+3 at a time.
+        for g in range(0, BC, 4):
+            if KS == 1:
+                s = np.matmul(q_reg[:, 0], k_tile[g:g + 4, 0].T)  # (BR, 4)
+            else:  # the row's KS partial sums, added in lane order
+                s = np.zeros((BR, 4), dtype=np.float32)
+                for lane in range(KS):
+                    s += s_part[:, lane, g:g + 4]
+            # Masked and out-of-range scores become the sentinel.
+            live = np.zeros((BR, 4), dtype=bool)  # row_ok && g + u < cols && allowed(...)
+            n_live = max(0, min(4, cols - g))
+            live[:rows, :n_live] = allowed(launch, b, q0 + r[:rows, None], k0 + g + np.arange(n_live)[None, :])
+            s = np.where(live, s, MASKED_SCORE)
 
-        # o = alpha · o + Σ_c p[c] · V_j[c], over each lane's slice.
-        o_reg = alpha[:, None, None] * o_reg + np.einsum(
-            "rc,csx->rsx", s_reg, v_tile.reshape(BC, KS, DVL4 * 4))  # (BR, KS, slice)
+            # Online softmax, then o = alpha · o + Σ_u p_u · v_{g+u}.
+            m_new = np.maximum(m, s.max(axis=1))  # (BR,)
+            p = np.where(s == MASKED_SCORE, np.float32(0), np.exp(s - m_new[:, None]))  # (BR, 4)
+            alpha = np.exp(m - m_new)  # (BR,)
+            l = alpha * l + p.sum(axis=1, dtype=np.float32)
+            m = m_new
+            o_reg = alpha[:, None, None] * o_reg + np.einsum("ru,usx->rsx", p, v_tile[g:g + 4])
 
     # o = o / l and lse = m + log l; a row with no allowed key keeps o = 0 and gets
     # lse = MASKED_SCORE (dividing by safe_l = 1 there, as the shader does).
     safe_l = np.where(l == 0, np.float32(1), l)
     out = b * n_q + q0
-    o_rows = (o_reg.reshape(BR, KS * DVL4 * 4) / safe_l[:, None])[:, :DV]
+    o_rows = (o_reg.reshape(BR, KS * CHUNK) / safe_l[:, None])[:, :DV]
     o.reshape(-1, DV)[out:out + rows] = o_rows[row_ok]
     lse[out:out + rows] = np.where(l == 0, MASKED_SCORE, m + np.log(safe_l))[row_ok]

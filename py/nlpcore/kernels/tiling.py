@@ -12,13 +12,14 @@ live in the *registers* of the KS invocations that own the row, so workgroup mem
 what all rows share, the staged key and value tiles (element counts; each array counts rounded
 up to a multiple of 16 bytes, as the WebGPU spec counts it):
 
-    k_tile   Bc x KS·DL4 vec4 slots   the key tile K_j, reloaded for every j
-    v_tile   Bc x KS·DVL4 vec4 slots  the value tile V_j, reloaded for every j
+    k_tile   Bc x KS·16 vec4 slots    the key tile K_j, reloaded for every j
+    v_tile   Bc x KS·16 vec4 slots    the value tile V_j, reloaded for every j
     s_part   Br·KS·Bc (KS > 1) or 1   partial scores, added across the KS lanes of a row
 
-where DL4 = ceil(ceil(d / 4) / KS) and DVL4 = ceil(ceil(dv / 4) / KS) are the vec4 slots of q and
-o one lane holds (at most :data:`CHUNK4`, the shader's register arrays). The K/V tiles take
+where each of the KS = ceil(max(d, dv) / 64) lanes of a row holds 64 head dims (:data:`CHUNK4`
+vec4 slots, zero-padded past d) of q and of o in registers. The K/V tiles take
 4·``dtype_bytes`` bytes a slot, the partial scores are float32 accumulators whatever the input.
+Keys are taken four at a time (a vec4 of scores), so Bc is a multiple of 4.
 
 The plan is computed once, here, and handed to the shader as WGSL ``override`` constants
 (:meth:`TilePlan.constants`) and to the NumPy mirror as plain numbers, so the tile sizes are
@@ -43,10 +44,13 @@ ACCUMULATOR_BYTES = 4
 
 CHUNK4 = 16
 """The shader's ``const CHUNK4``: vec4 slots of q (and of o) one invocation keeps in registers,
-64 floats. A row wider than that is shared by KS = ceil(slots / CHUNK4) invocations."""
+64 floats. A row wider than that is shared by KS = ceil(width / 64) invocations."""
 
-MAX_BC = 32
-"""The shader's ``const MAX_BC``: keys per staged tile, one score register per key."""
+KEY_STEP = 4
+"""Keys the shader takes at a time (a vec4 of scores): Bc is a multiple of it."""
+
+MAX_BLOCK = 64
+"""Largest Bc the rule considers (the K/V tiles of d = 64 already fill the budget at Bc = 28)."""
 
 DEFAULT_ROWS = 64
 """Query rows per workgroup when the caller does not fix ``br`` (FlashAttention-2 uses 64–128
@@ -65,8 +69,7 @@ class TilePlan:
         dtype_bytes: bytes per element of the staged k/v tiles (4 for the float32 shader).
         br: query rows per workgroup (Br), one workgroup per query tile.
         bc: keys per staged key/value tile (Bc).
-        ks: invocations per query row (KS); each holds a slice of the row's q and o.
-        dl4, dvl4: vec4 slots of q and of o per invocation (<= CHUNK4).
+        ks: invocations per query row (KS); each holds 64 head dims of the row's q and o.
         workgroup_size: invocations per workgroup, Br·KS.
         spart: elements of the partial-score array (Br·KS·Bc when KS > 1, else 1, unused).
         storage_limit: the byte budget the plan was made for.
@@ -80,8 +83,6 @@ class TilePlan:
     br: int
     bc: int
     ks: int
-    dl4: int
-    dvl4: int
     workgroup_size: int
     spart: int
     storage_limit: int
@@ -101,8 +102,6 @@ class TilePlan:
             "br": self.br,
             "bc": self.bc,
             "ks": self.ks,
-            "dl4": self.dl4,
-            "dvl4": self.dvl4,
             "workgroup_size": self.workgroup_size,
             "spart": self.spart,
             "storage_limit": self.storage_limit,
@@ -124,13 +123,8 @@ def _storage_bytes(elements: int, element_bytes: int) -> int:
 
 
 def lanes_needed(d: int, dv: int) -> int:
-    """The fewest invocations per row (KS) whose register slices hold a row of q and of o."""
-    return max(_ceil_div(_ceil_div(d, 4), CHUNK4), _ceil_div(_ceil_div(dv, 4), CHUNK4))
-
-
-def slots_per_lane(width: int, ks: int) -> int:
-    """vec4 slots of a row of ``width`` elements that each of ``ks`` lanes holds (DL4, DVL4)."""
-    return _ceil_div(_ceil_div(width, 4), ks)
+    """The fewest invocations per row (KS) whose 64-float register chunks hold a row of q and of o."""
+    return _ceil_div(max(d, dv), 4 * CHUNK4)
 
 
 def spart_elements(br: int, bc: int, ks: int) -> int:
@@ -146,8 +140,8 @@ def workgroup_arrays(br: int, bc: int, d: int, dv: int, dtype_bytes: int,
     ks = lanes_needed(d, dv) if ks is None else ks
     slot = 4 * dtype_bytes
     return (
-        ("k_tile", _storage_bytes(bc * ks * slots_per_lane(d, ks), slot)),
-        ("v_tile", _storage_bytes(bc * ks * slots_per_lane(dv, ks), slot)),
+        ("k_tile", _storage_bytes(bc * ks * CHUNK4, slot)),
+        ("v_tile", _storage_bytes(bc * ks * CHUNK4, slot)),
         ("s_part", _storage_bytes(spart_elements(br, bc, ks), ACCUMULATOR_BYTES)),
     )
 
@@ -158,13 +152,13 @@ def bytes_needed(br: int, bc: int, d: int, dv: int, dtype_bytes: int, ks: Option
 
 
 def largest_d(dtype_bytes: int, storage_limit: int, dv: Optional[int] = None) -> int:
-    """The largest head dimension d that fits with the smallest tiles (Br = Bc = 1, the fewest
-    lanes a row, at most 256 invocations), with dv = d when ``dv`` is None. Returns 0 when not
-    even d = 1 fits."""
+    """The largest head dimension d that fits with the smallest tiles (Br = 1, Bc = 4, the
+    fewest lanes a row, at most 256 invocations), with dv = d when ``dv`` is None. Returns 0
+    when not even d = 1 fits."""
     def fits(d: int) -> bool:
         w = d if dv is None else dv
         ks = lanes_needed(d, w)
-        return ks <= WEBGPU_DEFAULT_INVOCATIONS and bytes_needed(1, 1, d, w, dtype_bytes, ks) <= storage_limit
+        return ks <= WEBGPU_DEFAULT_INVOCATIONS and bytes_needed(1, KEY_STEP, d, w, dtype_bytes, ks) <= storage_limit
 
     lo, hi = 0, storage_limit  # fits(lo) or lo == 0; the need grows with d, so bisect
     while lo < hi:
@@ -185,24 +179,25 @@ def plan(
     br: Optional[int] = None,
     bc: Optional[int] = None,
     ks: Optional[int] = None,
-    max_block: int = MAX_BC,
+    max_block: int = MAX_BLOCK,
 ) -> TilePlan:
     """Choose Br, KS and Bc so the workgroup arrays fit in ``storage_limit`` bytes.
 
     Rule: KS is the fewest lanes whose registers hold a row (:func:`lanes_needed`) unless given;
-    Br is :data:`DEFAULT_ROWS` (or fewer, so that Br·KS <= 256) unless given; Bc is then the
-    largest key tile <= ``max_block`` that fits — the most work per round of barriers, and the
-    fewest times each query tile's workgroup waits on a staged tile.
+    Br is :data:`DEFAULT_ROWS` (or fewer, halving, so that Br·KS <= 256 and the arrays fit)
+    unless given; Bc is then the
+    largest multiple of 4 (:data:`KEY_STEP`) <= ``max_block`` that fits — the most work per
+    round of barriers, and the fewest times each query tile's workgroup waits on a staged tile.
 
     Args:
         d: head dimension of q and k (>= 1).
         dtype_bytes: bytes per staged k/v element: 4 (float32, what the shader runs) or 2.
         storage_limit: workgroup memory budget in bytes (WebGPU default 16384).
         dv: head dimension of v, default d.
-        br, bc: fixed block sizes, or None to choose.
-        ks: invocations per query row, at least :func:`lanes_needed` (more lanes split a row
-            finer: more parallelism, more partial-score traffic), or None for the fewest.
-        max_block: largest Bc considered when choosing, at most :data:`MAX_BC`.
+        br, bc: fixed block sizes (bc a multiple of 4), or None to choose.
+        ks: invocations per query row, at least :func:`lanes_needed` (more lanes pad each
+            row with zeros: for tests of the wide-row path), or None for the fewest.
+        max_block: largest Bc considered when choosing.
 
     Returns:
         A :class:`TilePlan` with ``bytes_used <= storage_limit`` and ``workgroup_size <= 256``.
@@ -219,13 +214,11 @@ def plan(
         raise ValueError("dtype_bytes must be 2 (float16) or 4 (float32), got {}".format(dtype_bytes))
     storage_limit = positive_int(storage_limit, "storage_limit")
     max_block = positive_int(max_block, "max_block")
-    if max_block > MAX_BC:
-        raise ValueError("max_block must be at most {} (the shader's MAX_BC score registers), got {}"
-                         .format(MAX_BC, max_block))
     br = None if br is None else positive_int(br, "br")
     bc = None if bc is None else positive_int(bc, "bc")
-    if bc is not None and bc > MAX_BC:
-        raise ValueError("bc must be at most {} (the shader's MAX_BC score registers), got {}".format(MAX_BC, bc))
+    if bc is not None and bc % KEY_STEP:
+        raise ValueError("bc must be a multiple of {} (the shader takes keys {} at a time), got {}".format(
+            KEY_STEP, KEY_STEP, bc))
     need = lanes_needed(d, dv)
     if ks is None:
         ks = need
@@ -233,7 +226,7 @@ def plan(
         ks = positive_int(ks, "ks")
         if ks < need:
             raise ValueError(
-                "ks={} lanes cannot hold a row of d={}, dv={}: each lane keeps at most {} floats of q "
+                "ks={} lanes cannot hold a row of d={}, dv={}: each lane keeps {} floats of q "
                 "and of o in registers, so ks must be at least {}".format(ks, d, dv, 4 * CHUNK4, need))
     if ks > WEBGPU_DEFAULT_INVOCATIONS:
         raise ValueError(
@@ -243,32 +236,35 @@ def plan(
                 largest_d(dtype_bytes, storage_limit, None if dv == d else dv)))
     if br is None:
         br = max(1, min(DEFAULT_ROWS, WEBGPU_DEFAULT_INVOCATIONS // ks))
+        while br > 1 and bytes_needed(br, bc or KEY_STEP, d, dv, dtype_bytes, ks) > storage_limit:
+            br //= 2  # the partial scores of wide rows (KS > 1) grow with Br
     elif br * ks > WEBGPU_DEFAULT_INVOCATIONS:
         raise ValueError(
             "br={} rows of ks={} lanes make {} invocations per workgroup, over WebGPU's default "
             "maxComputeInvocationsPerWorkgroup of {}".format(br, ks, br * ks, WEBGPU_DEFAULT_INVOCATIONS))
 
-    smallest = bytes_needed(br, bc or 1, d, dv, dtype_bytes, ks)
+    step = KEY_STEP
+    smallest = bytes_needed(br, bc or step, d, dv, dtype_bytes, ks)
     if smallest > storage_limit:
-        if bc is None and bytes_needed(1, 1, d, dv, dtype_bytes, ks) > storage_limit:
+        if bc is None and bytes_needed(1, step, d, dv, dtype_bytes, ks) > storage_limit:
             raise ValueError(
                 "no tile plan fits: d={}, dv={} with {}-byte elements needs at least {} bytes of "
-                "workgroup storage (Br = Bc = 1) but the limit (maxComputeWorkgroupStorageSize) is "
+                "workgroup storage (Br = 1, Bc = {}) but the limit (maxComputeWorkgroupStorageSize) is "
                 "{} bytes; the largest d that fits is {}".format(
-                    d, dv, dtype_bytes, bytes_needed(1, 1, d, dv, dtype_bytes, ks), storage_limit,
+                    d, dv, dtype_bytes, bytes_needed(1, step, d, dv, dtype_bytes, ks), step, storage_limit,
                     largest_d(dtype_bytes, storage_limit, None if dv == d else dv),
                 )
             )
         raise ValueError(
             "br={} and bc={} with d={}, dv={} (ks={}) need {} bytes of workgroup storage, over the "
             "limit (maxComputeWorkgroupStorageSize) of {} bytes".format(
-                br, bc or 1, d, dv, ks, smallest, storage_limit
+                br, bc or step, d, dv, ks, smallest, storage_limit
             )
         )
     if bc is None:
-        bc = 1
-        while bc < max_block and bytes_needed(br, bc + 1, d, dv, dtype_bytes, ks) <= storage_limit:
-            bc += 1
+        bc = step
+        while bc + step <= max_block and bytes_needed(br, bc + step, d, dv, dtype_bytes, ks) <= storage_limit:
+            bc += step
     arrays = workgroup_arrays(br, bc, d, dv, dtype_bytes, ks)
     return TilePlan(
         d=d,
@@ -277,8 +273,6 @@ def plan(
         br=br,
         bc=bc,
         ks=ks,
-        dl4=slots_per_lane(d, ks),
-        dvl4=slots_per_lane(dv, ks),
         workgroup_size=br * ks,
         spart=spart_elements(br, bc, ks),
         storage_limit=storage_limit,
