@@ -100,13 +100,13 @@ def test_mirror_matches_reference(batch, n_q, n_k, d, dv, causal, mask_kind):
 
 
 def test_mirror_rescales_when_the_max_rises_tile_after_tile():
-    # Scores rise with the key index, so every new K tile raises the row max (alpha < 1 each
-    # step), and are large enough that skipping the rescale would be far off.
+    # Scores rise with the key index, so every new group of four keys raises the row max (alpha < 1
+    # each step), and are large enough that skipping the rescale would be far off.
     n_k, d = 40, 16
     q = np.ones((5, d), dtype=np.float32)
     k = (np.linspace(0, 3, n_k, dtype=np.float32)[:, None] * np.ones(d, dtype=np.float32))
     v = np.random.default_rng(0).standard_normal((n_k, 8)).astype(np.float32)
-    plan = tiling.plan(d, dv=8, br=2, bc=3)
+    plan = tiling.plan(d, dv=8, br=2, bc=4)  # 40 keys: ten tiles of four
     o, lse = mirror.forward(q, k, v, plan=plan)
     o_ref, lse_ref = _reference(q, k, v, False, None)
     assert_close(o, o_ref, dtype=np.float32, what="o")
@@ -231,7 +231,7 @@ rng = np.random.RandomState(0)
 q, k, v = rng.randn(2, 13, 5), rng.randn(2, 11, 5), rng.randn(2, 11, 3)
 mask = rng.rand(2, 1, 11) > 0.3
 mask[0] = False
-o, lse = M.forward(q, k, v, causal=True, mask=mask, plan=tiling.plan(5, 4, dv=3, br=4, bc=2))
+o, lse = M.forward(q, k, v, causal=True, mask=mask, plan=tiling.plan(5, 4, dv=3, br=4, bc=4))
 o2, lse2 = reference.forward(q, k, v, causal=True, mask=mask)
 assert np.allclose(o, o2, atol=1e-6) and np.array_equal(np.isinf(lse), np.isinf(lse2))
 spec = M.dispatch_spec(q, k, v, causal=True, mask=rng.rand(13, 11) > 0.5)
@@ -293,11 +293,12 @@ def test_shader_matches_mirror_and_reference(gpu, batch, n_q, n_k, d, dv, causal
 
 @pytest.mark.parametrize(
     "br, bc, ks",
-    [(1, 1, 1), (4, 3, 3), (16, 16, 2), (3, 5, 1), (7, 32, 4)],
+    [(1, 4, 1), (4, 4, 3), (16, 4, 2), (3, 8, 1), (7, 4, 4), (100, 4, 2), (200, 12, 1)],
 )
 def test_shader_with_other_tiles_and_lanes(gpu, br, bc, ks):
-    # Odd tiles, one to four lanes a row (d = 16 is four vec4 slots: with KS = 3 the last lane
-    # holds padding only) and a staging loop shorter or longer than the workgroup.
+    # Odd tiles, one to four lanes a row (d = 16 fits one lane's 64 dims: with KS > 1 the
+    # other lanes hold padding only, and their partial scores of 0 still go through s_part)
+    # and a staging loop shorter or longer than the workgroup.
     q, k, v, mask = make_inputs(12, (2,), 23, 19, 16, 8, "padding", spread=2.0)
     plan = tiling.plan(16, dv=8, br=br, bc=bc, ks=ks)
     inputs = describe((2,), 23, 19, 16, 8, True, "padding", plan)
@@ -359,25 +360,22 @@ def _spec_with(n_k, d, **plan_args):
 def test_loop_iterations_counted_by_hand():
     from nlpcore.kernels import flash_wgpu
 
-    # BR = 2, BC = 2, KS = 1, D = DV = 4 (DL4 = DVL4 = 1), Nk = 4: two key tiles, WG = 2. A
-    # strided loop over n elements costs ceil(n / 2) iterations + 1 exit test; a loop with a
-    # four-a-step part and a remainder part over n costs (n // 4 + 1) + (n % 4 + 1).
-    # Per tile: j 1 + K (1 + 1) + V (1 + 1) + clear s 3 + scores 1·((0 + 1) + (2 + 1)) + 1 + 1
-    #   + mask/max 3 + exp 3 + o·alpha 2 + o += p·V 2·((0 + 1) + (1 + 1)) + 2 + 1 = 31.
-    # Before the tiles: q 2 + o 2 = 4; after: 2; the j loop's exit test 1.
-    q, k, v, _ = make_inputs(18, (), 3, 4, 4)
-    plan = tiling.plan(4, br=2, bc=2)
+    # BR = 2, BC = 8, KS = 1, Nk = 20: three key tiles, WG = 2. The chunk helpers have no
+    # loops. Per tile: j 1 + staging (ceil(8·16 / 2) + 1 = 65) + four keys a step (2 + 1) = 69;
+    # the j loop's exit test 1.
+    q, k, v, _ = make_inputs(18, (), 3, 20, 4)
+    plan = tiling.plan(4, br=2, bc=8)
     spec = mirror.dispatch_spec(q, k, v, plan=plan)
-    assert flash_wgpu.loop_iterations(spec) == 4 + 2 * 31 + 1 + 2
-    # KS = 2 lanes a row add the partial sums: write 3 + read 2·(2 + 1) + 2 + 1 = 12 a tile
-    # (and DL4 = DVL4 = 1 each, the same loops otherwise; staging BC·KS·DL4 = 4 over WG = 4).
-    two = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, ks=2))
-    assert flash_wgpu.loop_iterations(two) == 4 + 2 * (31 + 12) + 1 + 2
+    assert flash_wgpu.loop_iterations(spec) == 3 * 69 + 1
+    # KS = 2 lanes a row (WG = 4): staging ceil(8·32 / 4) + 1 = 65, partial scores into s_part
+    # 8 + 1, and per group of four keys the lane-order sum 2 + 1: 1 + 65 + 9 + 3 + 2·3 = 84.
+    two = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=8, ks=2))
+    assert flash_wgpu.loop_iterations(two) == 3 * 84 + 1
     # The naive shader's busiest pass, here softmax: 3 strided loops over Nk + 2 loops over WG.
     naive = mirror.dispatch_spec(q, k, v, plan=plan, shader="attention_naive.wgsl")
     wg = mirror.NAIVE_WORKGROUP_SIZE
     assert flash_wgpu.loop_iterations(naive) == 3 * (1 + 1) + 2 * (wg + 1)
-    # A learner's inline shader of the same shape is counted one key and one slot per step.
+    # A learner's inline shader of the same shape is counted with a loop over each chunk.
     big = _spec_with(4096, 64)
     assert flash_wgpu.loop_iterations(dict(big, code="// inline")) > flash_wgpu.loop_iterations(big)
     assert flash_wgpu.loop_iterations(dict(spec, shader="other.wgsl")) is None
@@ -387,9 +385,9 @@ def test_default_plan_fits_the_loop_limit_at_the_benchmark_sizes():
     from nlpcore.kernels import flash_wgpu
 
     limit = flash_wgpu.LAVAPIPE_LOOP_LIMIT
-    spec = _spec_with(4096, 64)
-    assert flash_wgpu.loop_iterations(spec) <= limit
-    assert flash_wgpu.loop_iterations(_spec_with(8192, 64)) > limit
+    spec = _spec_with(16384, 64)
+    assert flash_wgpu.loop_iterations(spec) <= limit  # about 0.6 loop iterations per key
+    assert flash_wgpu.loop_iterations(_spec_with(131072, 64)) > limit
     n_max = flash_wgpu.largest_n_k(spec)
     assert flash_wgpu.loop_iterations(_spec_with(n_max, 64)) <= limit < flash_wgpu.loop_iterations(
         _spec_with(n_max + 1, 64))
@@ -401,7 +399,7 @@ def test_default_plan_fits_the_loop_limit_at_the_benchmark_sizes():
 def test_guard_names_the_limit_and_the_largest_n():
     from nlpcore.kernels import flash_wgpu
 
-    spec = _spec_with(8192, 64)
+    spec = _spec_with(131072, 64)
     with pytest.raises(ValueError, match=r"65535 loop iterations; this dispatch of flash_fwd.wgsl "
                                          r"needs ~\d+ .*use N <= {} keys".format(flash_wgpu.largest_n_k(spec))):
         flash_wgpu.check_loop_budget(spec)
@@ -432,10 +430,12 @@ def test_lavapipe_stops_long_loops_and_run_spec_refuses_them(gpu):
                 {"binding": 1, "type": "storage", "data": None, "size": 4, "name": "out", "output": True}],
             "workgroups": [1, 1, 1]}
     assert int(np.frombuffer(gpu.run_spec(spec)["out"], "<u4")[0]) == gpu.LAVAPIPE_LOOP_LIMIT
-    # ... so a flash dispatch whose bound is over the limit is refused before it runs.
+    # ... so a flash dispatch whose bound is over the limit is refused before it runs (a
+    # learner-shaped shader that loops over each chunk's slots reaches it at N = 8192).
     q, k, v, _ = make_inputs(20, (), 2, 8192, 64)
+    spec = dict(mirror.dispatch_spec(q, k, v), code=gpu.shader_source("flash_fwd.wgsl"))
     with pytest.raises(ValueError, match="lavapipe/llvmpipe stops a shader invocation"):
-        gpu.forward(q, k, v)
+        gpu.run_spec(spec)
 
 
 @pytest.mark.parametrize("n", [1024, 2048])

@@ -48,7 +48,7 @@
 //   s_part  [SPART]      f32   partial scores of the KS lanes of each row (KS > 1)
 //
 //   bytes = Σ roundUp(16, size) over the three arrays  <=  16384
-//   e.g. d = dv = 64: KS = 1, BR = 64, BC = 28:  28·16·16 + 28·16·16 + 16 = 14352 bytes.
+//   e.g. d = dv = 64: KS = 1, BR = 128, BC = 28:  28·16·16 + 28·16·16 + 16 = 14352 bytes.
 //   (the WebGPU spec rounds each workgroup variable up to 16 bytes when it checks
 //   maxComputeWorkgroupStorageSize, and so does tiling.py)
 //

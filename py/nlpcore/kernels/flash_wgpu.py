@@ -119,31 +119,24 @@ def _strided(count: int, wg: int) -> int:
 
 def _flash_iterations(c: Dict[str, int], n_k: int, unrolled: bool) -> int:
     """Loop iterations of the busiest invocation of flash_fwd.wgsl, loop by loop as the shader
-    is written (its "Loop budget" comment), over all ceil(n_k / BC) key tiles and assuming the
-    compiler unrolls nothing. ``unrolled``: the score loop takes four keys a step and the O
-    update four vec4 slots a step, as in wgsl/flash_fwd.wgsl; False for a shader of the same
-    shape written one key and one slot per step."""
-    br, bc, d, dv, ks = c["BR"], c["BC"], c["D"], c["DV"], c["KS"]
-    dl4 = _ceil_div(_ceil_div(d, 4), ks)
-    dvl4 = _ceil_div(_ceil_div(dv, 4), ks)
+    is written (its "Loop budget" comment), over all ceil(n_k / BC) key tiles. ``unrolled``:
+    the 64-dim register chunks are handled in straight-line code, as in wgsl/flash_fwd.wgsl;
+    False for a shader of the same shape that loops over the 16 slots of a chunk for each dot
+    product and each o update (a learner's, say), counted with those two loops per key."""
+    br, bc, ks = c["BR"], c["BC"], c["KS"]
+    chunk4 = tiling.CHUNK4
     wg = br * ks
-
-    def stepped(n: int) -> int:  # `for (; x + 4 <= n; x += 4)` then `for (; x < n; x++)`
-        return (n // 4 + 1) + (n % 4 + 1) if unrolled else n + 1
-
+    groups = _ceil_div(bc, 4)
     per_tile = (
         1                                                    # the j loop itself
-        + _strided(bc * ks * dl4, wg) + _strided(bc * ks * dvl4, wg)  # stage K_j, V_j
-        + (bc + 1)                                           # clear the scores
-        + dl4 * stepped(bc) + dl4 + 1                        # partial scores, keys innermost
-        + ((bc + 1) + bc * (ks + 1) + bc + 1 if ks > 1 else 0)  # add the KS partial sums
-        + 2 * (bc + 1)                                       # mask + max, exp + sum
-        + (dvl4 + 1)                                         # o = alpha · o
-        + bc * stepped(dvl4) + bc + 1                        # o += p · V_j
+        + _strided(bc * ks * chunk4, wg)                     # stage K_j and V_j
+        + (bc + 1 if ks > 1 else 0)                          # partial scores into s_part
+        + groups + 1                                         # four keys a step
+        + (groups * (ks + 1) if ks > 1 else 0)               # add the KS partial sums
     )
-    before = (dl4 + 1) + (dvl4 + 1)                          # load q, clear o
-    after = dvl4 + 1                                         # store o
-    return before + _ceil_div(n_k, bc) * per_tile + 1 + after
+    if not unrolled:
+        per_tile += bc * 2 * (chunk4 + 1)                    # slot loops of dot and update
+    return _ceil_div(n_k, bc) * per_tile + 1
 
 
 def _naive_iterations(c: Dict[str, int], n_k: int) -> int:
@@ -179,8 +172,8 @@ def loop_iterations(spec: dict) -> Optional[int]:
     as lavapipe's loop limiter counts them (see :data:`LAVAPIPE_LOOP_LIMIT`), with no credit
     for loops the compiler may unroll; None for a shader it does not know.
 
-    flash_fwd.wgsl: about ceil(Nk / BC) key tiles times the per-tile count of the shader's
-    "Loop budget" comment (about 14 per key for d = dv = 64 with the default plan). attention_naive.wgsl:
+    flash_fwd.wgsl: ceil(Nk / BC) key tiles times the per-tile count of the shader's loops
+    (about 0.6 per key for d = dv = 64 with the default plan). attention_naive.wgsl:
     the longest of its three passes, Nk + 1 in its ``pv`` pass once Nk is large.
     """
     n_k = _n_k(spec)

@@ -52,9 +52,11 @@ KEY_STEP = 4
 MAX_BLOCK = 64
 """Largest Bc the rule considers (the K/V tiles of d = 64 already fill the budget at Bc = 28)."""
 
-DEFAULT_ROWS = 64
-"""Query rows per workgroup when the caller does not fix ``br`` (FlashAttention-2 uses 64–128
-rows per thread block on A100/H100); fewer when KS·Br would pass 256 invocations."""
+DEFAULT_INVOCATIONS = 128
+"""Invocations per workgroup when the caller does not fix ``br``: Br = 128 / KS query rows.
+Measured on the H200 (bench/results/webgpu_h200_tuning.json, d = 64): 128 rows ran 7–20 %
+faster than 64 and 256 at N >= 2048, and 32 rows half as fast (FlashAttention-2 also uses
+64–128 rows per thread block)."""
 
 _DTYPE_BYTES = (2, 4)  # float16 tiles or float32 tiles; the shader itself is float32-only
 
@@ -184,8 +186,8 @@ def plan(
     """Choose Br, KS and Bc so the workgroup arrays fit in ``storage_limit`` bytes.
 
     Rule: KS is the fewest lanes whose registers hold a row (:func:`lanes_needed`) unless given;
-    Br is :data:`DEFAULT_ROWS` (or fewer, halving, so that Br·KS <= 256 and the arrays fit)
-    unless given; Bc is then the
+    Br is :data:`DEFAULT_INVOCATIONS` / KS (or fewer, halving, until the arrays fit) unless
+    given; Bc is then the
     largest multiple of 4 (:data:`KEY_STEP`) <= ``max_block`` that fits — the most work per
     round of barriers, and the fewest times each query tile's workgroup waits on a staged tile.
 
@@ -235,7 +237,7 @@ def plan(
                 d, dv, ks, WEBGPU_DEFAULT_INVOCATIONS,
                 largest_d(dtype_bytes, storage_limit, None if dv == d else dv)))
     if br is None:
-        br = max(1, min(DEFAULT_ROWS, WEBGPU_DEFAULT_INVOCATIONS // ks))
+        br = max(1, DEFAULT_INVOCATIONS // ks)
         while br > 1 and bytes_needed(br, bc or KEY_STEP, d, dv, dtype_bytes, ks) > storage_limit:
             br //= 2  # the partial scores of wide rows (KS > 1) grow with Br
     elif br * ks > WEBGPU_DEFAULT_INVOCATIONS:
