@@ -53,6 +53,9 @@ GPU_TFLOPS = 10.0  # tiled TFLOP/s at N = 16384 on a GPU adapter (stretch: 20)
 KERNELS = (("tiled", "flash_fwd.wgsl"), ("naive", "attention_naive.wgsl"))
 TOLERANCE = 1e-4  # float32 shader vs float64 NumPy, |Δo| on unit-normal inputs
 CHECK_ROWS = 256  # query rows per head checked against the reference
+GPU_PEAKS = {  # adapter device name -> (dense float32 TFLOP/s without tensor cores, source)
+    "NVIDIA H200": (67.0, "NVIDIA H200 datasheet, FP32, SXM"),
+}
 
 
 def repeats_for(n: int) -> int:
@@ -428,6 +431,16 @@ def gpu_targets(engine: dict) -> list:
     return out
 
 
+def annotate(record: dict) -> dict:
+    """Add the float32 peak of the record's GPU adapter (if known), so pages can show TFLOP/s
+    as a fraction of it; derived from the adapter name, not measured."""
+    for engine in record.get("engines", []):
+        info = engine.get("adapter_info") or {}
+        if engine.get("cpu_adapter") is False and info.get("device") in GPU_PEAKS:
+            record["gpu_peak_fp32_tflops"], record["gpu_peak_source"] = GPU_PEAKS[info["device"]]
+    return record
+
+
 def parse_variants(text: str) -> list:
     """``"64x1,128x1x16"`` -> tile plans for d = D (Br x KS, optionally x Bc)."""
     from nlpcore.kernels import tiling
@@ -451,7 +464,20 @@ def main(argv=None) -> int:
                         help="storage-buffer limit for the naive shader's S (wgpu-py)")
     parser.add_argument("--out", default=str(common.RESULTS / "webgpu_attention.json"))
     parser.add_argument("--dist", default=None, help="built site for the chromium engine (default: build one)")
+    parser.add_argument("--rescore", metavar="PATH",
+                        help="recompute targets and derived fields of a recorded run, measure nothing")
     args = parser.parse_args(argv)
+    if args.rescore:
+        import json
+
+        record = json.loads(Path(args.rescore).read_text(encoding="utf-8"))
+        record["targets"] = [t for t in record["targets"] if "head(s)" not in t["name"]]
+        for engine in record["engines"]:
+            if engine.get("rows") and engine.get("cpu_adapter") is False:
+                record["targets"].extend(gpu_targets(engine))
+        common.print_targets(record["targets"])
+        print("wrote", common.write_result(Path(args.rescore), annotate(record)))
+        return 0
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp/xdg-runtime-{}".format(os.getuid()))
     os.makedirs(os.environ["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -500,6 +526,7 @@ def main(argv=None) -> int:
         if engine.get("rows") and engine.get("cpu_adapter") is False:
             record["targets"].extend(gpu_targets(engine))
     record["total_seconds"] = time.perf_counter() - started
+    annotate(record)
     for engine in record["engines"]:
         print("\n{} on {} (timing: {})".format(engine["engine"], engine.get("adapter"), engine.get("timing")))
         if engine.get("error"):
