@@ -41,6 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
+import page_bench  # noqa: E402
 
 D = 64
 SIZES = (256, 512, 1024, 2048, 4096)
@@ -51,11 +52,15 @@ GPU_TARGETS = ((2048, 2.0), (4096, 4.0))  # (N, naive/tiled) on a GPU adapter, l
 GPU_TFLOPS_N = 16384
 GPU_TFLOPS = 10.0  # tiled TFLOP/s at N = 16384 on a GPU adapter (stretch: 20)
 KERNELS = (("tiled", "flash_fwd.wgsl"), ("naive", "attention_naive.wgsl"))
-TOLERANCE = 1e-4  # float32 shader vs float64 NumPy, |Δo| on unit-normal inputs
 CHECK_ROWS = 256  # query rows per head checked against the reference
-GPU_PEAKS = {  # adapter device name -> (dense float32 TFLOP/s without tensor cores, source)
-    "NVIDIA H200": (67.0, "NVIDIA H200 datasheet, FP32, SXM"),
-}
+
+
+def gpu_peaks() -> dict:
+    """Adapter device name -> (dense float32 TFLOP/s without tensor cores, source)."""
+    from nlpcore import hardware
+
+    return {"NVIDIA H200": (hardware.H200_FP32_FLOPS / 1e12, "NVIDIA H200 datasheet, FP32 (SXM), "
+                                                               "nlpcore.hardware.H200_FP32_FLOPS")}
 
 
 def repeats_for(n: int) -> int:
@@ -118,14 +123,17 @@ def check(spec: dict, outputs: dict, expected, rows=None) -> dict:
 
     from nlpcore.kernels import flash_wgsl_mirror as mirror
 
+    from nlpcore.tolerances import BENCH_WEBGPU
+
+    tolerance = BENCH_WEBGPU.atol  # float32 shader vs float64 NumPy, max |Δ| (absolute)
     o, lse = mirror.decode_outputs(spec, outputs)
     if rows is not None:
         o, lse = o[..., rows, :], lse[..., rows]
     diff = np.abs(o - expected[0])
     err = float(np.max(diff))
     err_lse = float(np.max(np.abs(lse - expected[1])))
-    bad_columns = np.nonzero(diff.reshape(-1, diff.shape[-1]).max(axis=0) > TOLERANCE)[0]
-    return {"max_abs_err_o": err, "max_abs_err_lse": err_lse, "valid": err <= TOLERANCE and err_lse <= TOLERANCE,
+    bad_columns = np.nonzero(diff.reshape(-1, diff.shape[-1]).max(axis=0) > tolerance)[0]
+    return {"max_abs_err_o": err, "max_abs_err_lse": err_lse, "valid": err <= tolerance and err_lse <= tolerance,
             "wrong_o_columns": [int(c) for c in bad_columns], "checked_rows": None if rows is None else len(rows)}
 
 
@@ -436,8 +444,9 @@ def annotate(record: dict) -> dict:
     as a fraction of it; derived from the adapter name, not measured."""
     for engine in record.get("engines", []):
         info = engine.get("adapter_info") or {}
-        if engine.get("cpu_adapter") is False and info.get("device") in GPU_PEAKS:
-            record["gpu_peak_fp32_tflops"], record["gpu_peak_source"] = GPU_PEAKS[info["device"]]
+        peaks = gpu_peaks()
+        if engine.get("cpu_adapter") is False and info.get("device") in peaks:
+            record["gpu_peak_fp32_tflops"], record["gpu_peak_source"] = peaks[info["device"]]
     return record
 
 
@@ -487,6 +496,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
 
     from nlpcore.kernels import tiling
+    from nlpcore.tolerances import BENCH_WEBGPU
 
     plan = tiling.plan(D, 4)
     record = {
@@ -497,7 +507,7 @@ def main(argv=None) -> int:
         "parameters": {"d": D, "dtype": "float32", "heads": heads, "sizes": sizes,
                        "repeats": {str(n): repeats_for(n) for n in sizes}, "warmup": 1,
                        "plan": plan.as_dict(), "variants": [p.as_dict() for p in variants],
-                       "tolerance_max_abs": TOLERANCE, "checked_rows_per_head": CHECK_ROWS,
+                       "tolerance_max_abs": BENCH_WEBGPU.atol, "checked_rows_per_head": CHECK_ROWS,
                        "flops": "4·N²·d per head",
                        "time": "median per-dispatch time: GPU timestamp queries around the compute pass where "
                                "available, else wall time submit -> onSubmittedWorkDone"},
@@ -509,9 +519,9 @@ def main(argv=None) -> int:
         if name == "wgpu-py":
             engine = run_wgpu(sizes, plan, heads=heads, variants=variants, naive_limit=args.naive_limit)
         elif name == "chromium":
-            import page_bench
-
-            engine = page_bench.run_chromium(sizes, dist=args.dist, repeats_for=repeats_for)
+            engine = page_bench.run_chromium(
+                lambda ops, timestamps: measure("chromium", sizes, plan, ops, timestamps, repeats_for),
+                dist=args.dist)
         else:
             parser.error("--engines: unknown engine {!r} (wgpu-py, chromium)".format(name))
         engine["speedups"] = speedups(engine) if engine.get("rows") else []
