@@ -150,8 +150,12 @@ def _naive_iterations(c: Dict[str, int], n_k: int) -> int:
 
 def _iterations_at(spec: dict, n_k: int) -> Optional[int]:
     try:
+        c = spec["constants"]
         if spec["shader"] == mirror.FLASH_SHADER:
-            return _flash_iterations(spec["constants"], n_k, unrolled=spec.get("code") is None)
+            return _flash_iterations(c, n_k, unrolled=spec.get("code") is None)
+        if spec.get("code") is not None and "BR" in c and "BC" in c:
+            # a learner's shader of the same shape (the wgsl exercise's), which may declare no KS
+            return _flash_iterations(dict(c, KS=c.get("KS", 1)), n_k, unrolled=False)
         if spec["shader"] == mirror.NAIVE_SHADER and spec.get("code") is None:
             return _naive_iterations(spec["constants"], n_k)
     except (KeyError, TypeError):  # constants of another shape: nothing known to count
@@ -173,7 +177,9 @@ def loop_iterations(spec: dict) -> Optional[int]:
     for loops the compiler may unroll; None for a shader it does not know.
 
     flash_fwd.wgsl: ceil(Nk / BC) key tiles times the per-tile count of the shader's loops
-    (about 0.6 per key for d = dv = 64 with the default plan). attention_naive.wgsl:
+    (about 0.6 per key for d = dv = 64 with the default plan); an inline shader (``"code"``)
+    with overrides BR and BC, as the wgsl exercise's learner shaders have, is counted as one of
+    that shape that loops over its register chunks (KS = 1 unless it sets KS). attention_naive.wgsl:
     the longest of its three passes, Nk + 1 in its ``pv`` pass once Nk is large.
     """
     n_k = _n_k(spec)

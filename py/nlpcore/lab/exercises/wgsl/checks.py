@@ -135,7 +135,7 @@ def _check_interface(ns) -> str:
     except ShaderError as err:
         raise CheckFailed(str(err), expected="the interface of the starter shader")
     plan = ", ".join("%s = %s" % (n, info.overrides[n] or "set by the host")
-                     for n in ("BR", "BC", "WG") if n in info.overrides)
+                     for n in ("BR", "BC", "KS", "SPART") if n in info.overrides)
     return "bindings 0-6, overrides D, DV%s and @compute fn main (line %d) are in place" % (
         (", " + plan) if plan else "", info.entry_line)
 
