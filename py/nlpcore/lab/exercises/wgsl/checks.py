@@ -107,7 +107,7 @@ class GpuCase:
         shapes = shapes_of(q=q, k=k, v=v, o=o_want)
         if not np.any(o) and np.any(o_want):
             raise CheckFailed("%s: your kernel left o all zeros — nothing was written back "
-                              "(TODO 6?)" % context, expected="o ≈ the mirror's output",
+                              "(the final write of o and lse?)" % context, expected="o ≈ the mirror's output",
                               got="all zeros", shapes=shapes, tolerance=_tol_text())
         err_o = assert_close("o", o, o_want, shapes=shapes, context=context, **TOLERANCE)
         err_lse = assert_close("lse", lse, lse_want, shapes=shapes, context=context, **TOLERANCE)
@@ -176,7 +176,7 @@ def python_checks(cases) -> Tuple[Check, ...]:
     return (
         Check("interface", "Interface: bindings, overrides, entry point (runs without WebGPU)",
               run=_check_interface),
-        Check("budget", "Workgroup memory fits 16384 bytes (runs without WebGPU)",
+        Check("budget", "Workgroup memory fits %d bytes (runs without WebGPU)" % STORAGE_LIMIT,
               run=_budget(cases)),
         Check("mirror", "Mirror only: the CPU mirror with your plan vs float64 (runs without WebGPU)",
               run=_mirror(cases)),

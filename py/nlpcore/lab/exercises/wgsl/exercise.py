@@ -127,8 +127,9 @@ def build() -> Exercise:
     return Exercise(
         id="wgsl", title="WGSL tiled attention", tier="systems", minutes=120,
         summary=("Write FlashAttention's forward pass as a WebGPU compute shader sized to the "
-                 "16384-byte workgroup memory, run it on this page's GPU against the CPU mirror, "
-                 "then harden it: ragged tiles, Nq ≠ Nk, causal, masks, empty rows."),
+                 "{}-byte workgroup memory, run it on this page's GPU against the CPU mirror, "
+                 "then harden it: ragged tiles, Nq ≠ Nk, causal, masks, empty rows."
+                 .format(STORAGE_LIMIT)),
         steps=(scratch, harden),
         sources=(
             "Dao et al. 2022, FlashAttention, arXiv:2205.14135 (Algorithm 1)",
