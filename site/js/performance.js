@@ -10,6 +10,8 @@
  * [data-testid=perf-targets] lists every target with data-status = met | missed | not-measured.
  */
 
+import {mountGpuBench} from "./gpu-bench.js";
+
 const RESULTS = {
   numpy: "bench/results/numpy_attention.json",
   webgpu: "bench/results/webgpu_attention.json",
@@ -573,6 +575,7 @@ const SHOW = {numpy: showNumpy, webgpu: showWebgpu, webgpu_h200: showWebgpuH200,
 const SECTION = {numpy: "numpy", webgpu: "webgpu", webgpu_h200: "webgpu-h200", io: "io", readiness: "readiness", triton: "triton"};
 
 async function main() {
+  mountGpuBench($("gpu-bench"));
   $("chart-status").textContent = chartAvailable() ? "" :
       "Plots are unavailable: the vendored Chart.js (vendor/chartjs/chart.umd.js) did not load, so only the tables are shown.";
   const files = await listedFiles();
