@@ -65,15 +65,16 @@ def test_float16_precision_runs_all_three_and_widens_only_the_flash_np_bar(page,
 
 def test_a_run_that_would_take_too_long_is_refused_up_front(page, site_url, browser_helpers):
     open_lab(page, site_url, browser_helpers)
-    for n, d, heads in ((1024, 1020, 4), (1024, 128, 4)):
+    for n, d, heads in ((1024, 448, 4), (1024, 256, 4), (1024, 136, 4)):
         started = time.time()
         detail = run(page, n=n, d=d, heads=heads, precision="float32")
         assert time.time() - started < 10
-        assert detail["status"] == "error"
+        assert detail["status"] == "error" and detail["plan"] is None
         message = page.inner_text("#error")
-        assert "too long" in message and str(lab.MAX_MIRROR_STEPS) in message, message
-    # The largest default-sized run is still admitted.
-    assert lab.mirror_steps(1024, 4, lab.tiling.plan(64)) <= lab.MAX_MIRROR_STEPS
+        assert "too long" in message and str(lab.MAX_SCORE_MACS) in message, message
+    # The run the issue found (N = 1024, d = 1020, 4 heads) no longer fits the tile plan either.
+    assert run(page, n=1024, d=1020, heads=4)["status"] == "error"
+    assert "no tile plan fits" in page.inner_text("#error")
 
 
 def test_a_long_run_shows_progress_and_can_be_cancelled(page, site_url, browser_helpers):

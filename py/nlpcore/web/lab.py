@@ -20,8 +20,8 @@ With float16 inputs flash_np computes as it does for 16-bit inputs (float32 accu
 returned in float16); the mirror and the shader stay float32 (the shader reads float32 buffers),
 on the same float16-rounded values.
 
-A run whose mirror would take too long inside the page is refused before any work, by its count
-of tile steps (:func:`mirror_steps`, at most :data:`MAX_MIRROR_STEPS`).
+A run that would take too long inside the page is refused before any work, by the work of its
+scores (:func:`score_macs`, at most :data:`MAX_SCORE_MACS`).
 
 Inputs are drawn again from the seed on each call (cheap at the lab's sizes); the last
 prepared run is kept so ``compare`` does not redo the CPU work.
@@ -45,14 +45,13 @@ MAX_N = 1024
 MAX_D = 4096          # the tile plan rejects far smaller d; this only bounds the allocation
 MAX_HEADS = 4
 
-# The mirror re-enacts every workgroup in Python, one key tile at a time, so its time is about
-# a fixed cost per tile step (heads * ceil(N / Br) * ceil(N / Bc) of them): large d means small
-# tiles and many steps. Measured in the page (headless Chromium, Pyodide 0.17, a shared 2-core
-# machine): N = 1024, d = 64, 4 heads is 32768 steps, mirror 6.3 s (16 s for the whole run);
-# N = 1024, d = 128, 4 heads is 131072 steps, mirror 45 s (64 s). 2^15 steps keeps the largest
-# run admitted to about a quarter of a minute; N = 1024, d = 1020, 4 heads (4194304 steps, 120 s
-# before this limit) is refused before any work.
-MAX_MIRROR_STEPS = 2 ** 15
+# A run's time grows with the work of its scores, heads * N^2 * d multiply-adds (Q K^T; P V is
+# as large), in all three paths: the mirror re-enacts every workgroup in Python, flash_np runs
+# in the page's Python, and on a CPU adapter (SwiftShader) the shader too. Measured in the page
+# (headless Chromium, Pyodide 0.17, SwiftShader, a shared 2-core machine), whole run, N = 1024,
+# 4 heads: d = 64 took 10 s, d = 128 24 s, d = 256 32 s, d = 448 51 s. A run over 2^29
+# multiply-adds (N = 1024, d = 128, 4 heads is exactly 2^29) is refused before any work.
+MAX_SCORE_MACS = 2 ** 29
 
 PRECISIONS = ("float32", "float16")
 
@@ -71,9 +70,15 @@ _last: Dict[str, Any] = {}   # {"key": args tuple, "inputs": ..., "results": ...
 def limits() -> Dict[str, Any]:
     """The bounds the page's inputs are checked against, and the storage budget."""
     return {"max_n": MAX_N, "max_d": MAX_D, "max_heads": MAX_HEADS,
-            "max_mirror_steps": MAX_MIRROR_STEPS, "precisions": list(PRECISIONS),
+            "max_score_macs": MAX_SCORE_MACS, "precisions": list(PRECISIONS),
             "storage_limit": tiling.WEBGPU_DEFAULT_STORAGE, "tolerances": TOLERANCES,
             "tolerances_by_precision": TOLERANCES_BY_PRECISION}
+
+
+def score_macs(n: int, d: int, heads: int) -> int:
+    """Multiply-adds of the scores Q K^T of one run: heads * N^2 * d (causal skips about half;
+    the count is the unmasked one, an upper bound)."""
+    return heads * n * n * d
 
 
 def mirror_steps(n: int, heads: int, plan: tiling.TilePlan) -> int:
@@ -130,14 +135,14 @@ def _run_cpu(key: tuple) -> Dict[str, Any]:
         return _last
     n, d, causal, padding, heads, seed, precision = key
     plan = tiling.plan(d)  # ValueError naming the 16384-byte limit when d cannot fit
-    steps = mirror_steps(n, heads, plan)
-    if steps > MAX_MIRROR_STEPS:
+    work = score_macs(n, d, heads)
+    if work > MAX_SCORE_MACS:
         raise ValueError(
-            "n, d, heads: this run would take too long in the page: the mirror would run {} key-tile "
-            "steps (heads {} x ceil(N/Br) {} x ceil(N/Bc) {}, with d = {} the tiles are Br = {}, "
-            "Bc = {}), and the page runs at most {}. Lower N, d or heads.".format(
-                steps, heads, -(-n // plan.br), -(-n // plan.bc), d, plan.br, plan.bc,
-                MAX_MIRROR_STEPS))
+            "n, d, heads: this run would take too long in the page: its scores alone are "
+            "heads x N^2 x d = {} x {}^2 x {} = {} multiply-adds, and the page runs at most {} "
+            "(2^29; N = 1024, d = 128 with 4 heads is the largest such run). Lower N, d or "
+            "heads.".format(heads, n, d, work, MAX_SCORE_MACS))
+    steps = mirror_steps(n, heads, plan)
     q, k, v, mask = make_inputs(n, d, padding, heads, seed, precision)
 
     started = time.perf_counter()
@@ -251,7 +256,7 @@ def prepare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, he
     Raises:
         TypeError / ValueError: naming the argument; ValueError from the tile plan when d does
         not fit maxComputeWorkgroupStorageSize (16384 bytes), and before any work when the
-        mirror would run more than MAX_MIRROR_STEPS tile steps.
+        scores would take more than MAX_SCORE_MACS multiply-adds.
     """
     key = _check_args(n, d, causal, padding, heads, seed, precision)
     run = _run_cpu(key)
