@@ -10,7 +10,9 @@
  * check with status "pending", its `runner` name and a `job` (plain data, e.g. a dispatch spec).
  * The page hands the job to the runner registered under that name -- registerCheckRunner(name,
  * async (job) => outputs) -- and sends the outputs back through "exercises.verify" for the
- * verdict. A "webgpu" runner is built in: it runs a dispatch spec with js/gpu.js and returns
+ * verdict. A runner that finds the code itself unusable (a shader that does not compile) throws
+ * an Error with `failsAll = true`: every graded check of the run then fails as "error" with that
+ * message, the checks Python passed without compiling included. A "webgpu" runner is built in: it runs a dispatch spec with js/gpu.js and returns
  * {name: bytes} of the output bindings. An exercise can name extra ES modules to import first
  * (exercise.extra.js_modules, paths relative to the site root), which may register their own
  * runners or a CodeMirror mode named by exercise.extra.language (default "python").
@@ -678,6 +680,7 @@ function renderFailure(message) {
 }
 
 async function finishPending(out, code) {
+  let unusable = null;  // a runner's failsAll error: the code cannot be used by any check
   for (let i = 0; i < out.checks.length; i += 1) {
     const c = out.checks[i];
     if (c.status !== "pending") continue;
@@ -695,7 +698,13 @@ async function finishPending(out, code) {
     } catch (error) {
       out.checks[i] = {...c, status: "error", job: undefined,
                        message: `could not run on ${c.runner}: ${error.message}`};
+      if (error.failsAll && !unusable) unusable = error.message;
     }
+  }
+  if (unusable) {
+    out.checks = out.checks.map((c) => (c.status === "local" ? c : {
+      id: c.id, title: c.title, runner: c.runner, status: "error",
+      message: c.status === "error" ? c.message : `not graded: ${unusable}`}));
   }
   const graded = out.checks.filter((c) => c.status !== "local");
   out.passed = graded.length > 0 && graded.every((c) => c.status === "pass");

@@ -11,6 +11,11 @@
  *     learner's plan (bytes per array against 16384), and the measured time of their kernel
  *     against the lab's reference shader (wgsl/flash_fwd.wgsl) on the same inputs and adapter.
  *
+ * A shader that does not compile fails the whole run (the runner's error has failsAll, so
+ * exercise.js turns every check, the Python ones included, into that compiler message). A
+ * shader that does not finish costs one time limit: the device is then destroyed and a fresh one
+ * is opened for the next run, and the run's other GPU checks of the same shader are not started.
+ *
  * Python decides the plan and the bytes (nlpcore.lab.exercises.wgsl reads the shader's override and
  * var<workgroup> declarations); this module only shows them. Hooks for tests: [data-testid=
  * wgsl-panel], gpu-status (data-state checking|ready|unavailable), tile-bytes (data-bytes),
@@ -22,6 +27,7 @@ import {el} from "./dom.js";
 
 const TIMING_REPEATS = 3;
 const GPU_TIME_LIMIT_MS = 30000;  // a shader that loops forever never finishes its dispatch
+let stuck = null;  // {code, caseText}: a shader that did not finish; its other checks are not run
 const $ = (id) => document.getElementById(id);
 
 /* ---- editor: WGSL highlighting and compiler marks ------------------------------------------ */
@@ -294,6 +300,20 @@ function gpu() {
 
 const compiled = new Map();  // code -> Promise<messages>
 
+/* After a dispatch that never finished: drop the device (its queue is stuck behind the endless
+ * shader) so that the next run opens a fresh one. */
+function abandonDevice(g) {
+  gpuPromise = null;
+  compiled.clear();
+  try {
+    g.device.destroy();
+  } catch (error) {
+    /* already lost: nothing to release */
+  }
+  setGpuStatus("checking", "The GPU device was recreated after a shader did not finish; the " +
+               "next run opens a fresh one.");
+}
+
 function compileMessages(device, code) {
   if (!compiled.has(code)) {
     compiled.clear();
@@ -322,6 +342,7 @@ let lastCode = null;
 function startRun(code) {
   if (code === lastCode) return;
   lastCode = code;
+  stuck = null;
   panel.layouts.clear();
   panel.timings.clear();
   renderLayout();
@@ -335,9 +356,14 @@ function startRun(code) {
 function withinTimeLimit(promise) {
   let timer;
   const limit = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(
-        `the GPU did not finish within ${GPU_TIME_LIMIT_MS / 1000} s (an endless loop in your ` +
-        "shader?); reload the page if the GPU stays busy")), GPU_TIME_LIMIT_MS);
+    timer = setTimeout(() => {
+      const error = new Error(`the GPU did not finish within ${GPU_TIME_LIMIT_MS / 1000} s (an ` +
+                              "endless loop in your shader?); the GPU device was recreated. A GPU " +
+                              "driver stops such a shader; a CPU adapter (SwiftShader) cannot, and " +
+                              "stays busy until the browser is restarted");
+      error.timedOut = true;
+      reject(error);
+    }, GPU_TIME_LIMIT_MS);
   });
   return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
 }
@@ -345,6 +371,10 @@ function withinTimeLimit(promise) {
 async function runJob(job) {
   const meta = job.meta || {};
   startRun(job.code);
+  if (stuck && stuck.code === job.code) {
+    throw new Error(`not run: this shader did not finish within ${GPU_TIME_LIMIT_MS / 1000} s on ` +
+                    `${stuck.caseText}; fix it and run the checks again`);
+  }
   if (meta.layout) {
     panel.layouts.set(meta.case, {caseText: meta.case_text, layout: meta.layout});
     renderLayout();
@@ -360,10 +390,21 @@ async function runJob(job) {
   renderMessages(messages, errors.length ? "error" : "ok");
   markMessages(messages);
   if (errors.length) {
-    throw new Error("WGSL compilation failed: " +
-                    errors.map((m) => `line ${m.lineNum}:${m.linePos} ${m.message}`).join("; "));
+    const error = new Error("WGSL compilation failed: " +
+                            errors.map((m) => `line ${m.lineNum}:${m.linePos} ${m.message}`).join("; "));
+    error.failsAll = true;  // no check can use a shader that does not compile
+    throw error;
   }
-  const {outputs} = await withinTimeLimit(runSpec(g, job));
+  let outputs;
+  try {
+    ({outputs} = await withinTimeLimit(runSpec(g, job)));
+  } catch (error) {
+    if (error.timedOut) {
+      stuck = {code: job.code, caseText: meta.case_text || meta.case || "the first GPU case"};
+      abandonDevice(g);
+    }
+    throw error;
+  }
   if (meta.reference) {
     const ref = meta.reference;
     const refSpec = {...job, code: undefined, shader: ref.shader, constants: ref.constants,
