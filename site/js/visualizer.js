@@ -382,6 +382,7 @@ function drawCounters(f, p) {
     check.className = "check bad";
   }
   $("meter-hbm").firstElementChild.style.width = `${Math.min(100, (100 * accesses) / closed)}%`;
+  showMoreThanStandard(res);
 
   // SRAM: the blocks now held, plus the score tile while one is being worked on.
   let held = 0;
@@ -407,6 +408,23 @@ function drawCounters(f, p) {
       li.textContent = `${t === "l" ? "ℓ" : t} block ${r.block} (${rowsText(r.rows)}): ${fmt(r.elems)}`;
       return li;
     }));
+}
+
+/* Tiling is no free lunch: when the tiled kernel's closed form moves more than standard
+ * attention's (small M next to d^2), the page says so and why, from the trace's own numbers. */
+function showMoreThanStandard(res) {
+  const box = $("more-than-standard");
+  const flash = res.closed_form.accesses;
+  const standard = res.closed_form.standard_accesses;
+  const p = res.params;
+  box.hidden = !(flash > standard);
+  if (box.hidden) return;
+  const outer = res.params.mode === "backward" || p.loop_order !== "q_outer" ? "Q and O are" : "K and V are";
+  box.textContent = `Here tiling moves more than standard attention: ${fmt(flash)} against ` +
+      `${fmt(standard)} elements (${(flash / standard).toFixed(2)}×). With M = ${fmt(p.sram)} and ` +
+      `d = ${p.d}, the blocks hold only Br = ${p.br}, Bc = ${p.bc} rows, so ${outer} re-read once ` +
+      `per outer block; Theorem 2's N²d²/M is small next to standard attention's N² only when ` +
+      `d²/M is well below 1, and here d²/M = ${(p.d * p.d / p.sram).toFixed(2)}.`;
 }
 
 function drawStats(f, p) {
@@ -557,10 +575,44 @@ function tensorsOf(steps) {
   return TENSOR_ORDER.filter((t) => seen.has(t));
 }
 
+/* With backward selected the loop-order control shows what backward runs (K/V outer) and is
+ * locked; switching back to forward restores the learner's own choice. */
+let forwardOrder = null;
+function showBackwardOrder(mode) {
+  const form = $("viz-params");
+  const radios = [...form.querySelectorAll('input[name="order"]')];
+  if (mode === "backward") {
+    if (forwardOrder === null) forwardOrder = form.order.value;
+    form.querySelector('input[name="order"][value="kv_outer"]').checked = true;
+  } else if (forwardOrder !== null) {
+    form.querySelector(`input[name="order"][value="${forwardOrder}"]`).checked = true;
+    forwardOrder = null;
+  }
+  for (const r of radios) r.disabled = mode === "backward";
+  $("order-note").hidden = mode !== "backward";
+}
+
+/* After a change of the parameters, the panels still show the last trace: grey them and say
+ * which settings they show until "Run trace" makes a new one. */
+function markStale() {
+  if (!view.result) return;
+  const shown = view.result.params;
+  const now = readParams();
+  const same = shown.n === now.n && shown.d === now.d && shown.sram === now.sram &&
+      Boolean(shown.causal) === now.causal && shown.mode === now.mode &&
+      (now.mode === "backward" || shown.loop_order === now.loop_order);
+  $("viz-grid").dataset.stale = same ? "0" : "1";
+  $("stale").hidden = same;
+  $("stale").textContent = same ? "" : `The panels below still show the last trace (N = ${shown.n}, ` +
+      `d = ${shown.d}, M = ${shown.sram}${shown.causal ? ", causal" : ""}, ${shown.mode}` +
+      `${shown.mode === "forward" ? `, ${shown.loop_order === "q_outer" ? "Q outer" : "K/V outer"}` : ""}). ` +
+      "Press Run trace to trace the new settings.";
+}
+
 async function updatePlan(rt) {
   const { n, d, sram, mode } = readParams();
-  const form = $("viz-params");
-  for (const r of form.querySelectorAll('input[name="order"]')) r.disabled = mode === "backward";
+  showBackwardOrder(mode);
+  markStale();
   try {
     const plan = await rt.call("viz.plan", { n, d, sram }, { timeoutMs: 20000 });
     const text = `Br = min(⌈M/4d⌉, d) = ${plan.br}, Bc = ⌈M/4d⌉ = ${plan.bc} → Tr × Tc = ${plan.t_r} × ${plan.t_c} = ${plan.tiles} tiles` +
@@ -603,6 +655,7 @@ async function runTrace(rt) {
     url.searchParams.set("mode", params.mode);
     if (params.causal) url.searchParams.set("causal", "1"); else url.searchParams.delete("causal");
     history.replaceState(null, "", url);
+    markStale();
     render();
   } catch (err) {
     setStatus("error", `The trace could not be computed: ${err.message}`);
