@@ -162,7 +162,7 @@ def test_awkward_learner_plans_are_handled_quickly():
 
 def test_export_has_wgsl_steps():
     data = EX.to_data()
-    assert data["tier"] == "systems" and data["ladder"] == ["Scratch", "Harden"]
+    assert data["tier"] == "systems · wgsl" and data["ladder"] == ["Scratch", "Harden"]
     assert data["minutes"] == 120 and data["extra"]["js_modules"] == ["js/wgsl-exercise.js"]
     for step in data["steps"]:
         assert step["language"] == "wgsl" and "@compute" in step["starter"]

@@ -122,7 +122,7 @@ def test_plausible_wrong_answer_fails(ex_id, step_id, old, new, must_fail):
 
 def test_every_step_has_statement_hints_and_checks():
     for ex in map(lab.exercise, PYTHON_GRADED):
-        assert ex.tier in ("browser", "gpu", "systems") and ex.minutes > 0 and ex.sources
+        assert ex.tier in ("browser", "gpu", "systems · wgsl") and ex.minutes > 0 and ex.sources
         for s in ex.steps:
             assert s.kind in fw.LADDER_KINDS
             assert len(s.statement) > 100 and len(s.hints) >= 2 and s.checks
