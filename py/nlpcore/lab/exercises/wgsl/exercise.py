@@ -57,8 +57,10 @@ HARDEN_HINTS = (
     "give scores with `r >= rows || c >= cols` the sentinel MASKED_SCORE.",
     "Set a masked probability to 0 by comparison, `select(exp(s - m_new), 0.0, s == MASKED_SCORE)`"
     ": exp(-1e30 - m) is 0 anyway unless the whole row so far is masked (m = -1e30, s - m = 0).",
-    "Causal: the last key tile with any allowed key is ceil((q0 + rows) / BC); it depends only on "
-    "workgroup_id and params, so every invocation runs the same number of iterations.",
+    "Causal: loop over key tiles j < j_end with the exclusive bound j_end = min(Tc, "
+    "ceil((q0 + rows) / BC)), Tc = ceil(n_k / BC): tile j_end - 1 is the last with an allowed "
+    "key, and the clamp to Tc matters when Nq > Nk. It depends only on workgroup_id and params, "
+    "so every invocation runs the same number of iterations.",
     "Mask bit index: `b * params.mask_batch_stride + qi * params.mask_row_stride + kj`, word "
     "`bit / 32u`, bit `bit % 32u`.",
     "Rows with l = 0: divide by `select(l, 1.0, l == 0.0)` and write lse = MASKED_SCORE there.",
