@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import hardware
 from ..kernels import io_model
+from ..kernels.tiling import WEBGPU_DEFAULT_STORAGE
 
 TITLE = "FlashAttention: Exact Attention That Respects the Memory Hierarchy"
 CODE = "F08.01"
@@ -104,10 +105,11 @@ STEPS = (
      "minutes": 5,
      "do": ("Each workgroup is one block of threads (invocations) on one of the GPU's "
             "multiprocessors (Episode 2). Its K and V tiles live in workgroup memory, shared by "
-            "its invocations, which WebGPU limits to `maxComputeWorkgroupStorageSize` = 16384 "
+            "its invocations, which WebGPU limits to `maxComputeWorkgroupStorageSize` = %d "
             "bytes by default. Set **d = %d** and run the comparison again. The tile plan "
             "(`nlpcore.kernels.tiling.plan`, computed once in Python and handed to the shader as "
-            "`override` constants) picks Br and Bc so that everything fits." % TILE_D),
+            "`override` constants) picks Br and Bc so that everything fits."
+            % (WEBGPU_DEFAULT_STORAGE, TILE_D)),
      "question": "How many bytes of workgroup memory does the plan use for d = %d?" % TILE_D,
      "answer": {"kind": "integer", "unit": "bytes"}, "needs": "compare"},
     {"id": "tile-refuse", "kind": "Predict", "title": "Predict, then run: a head too wide",
@@ -462,9 +464,10 @@ def _check_tile_bytes(value: int, observed) -> dict:
     seen = (observed.get("plan") or {}).get("bytes_used")
     truth = plan.bytes_used if seen is None else seen
     ok = value == truth
-    return _verdict(ok, ("%d of the 16384 bytes WebGPU allows by default (Br = %d, Bc = %d): "
+    return _verdict(ok, ("%d of the %d bytes WebGPU allows by default (Br = %d, Bc = %d): "
                          "one workgroup's tiles, shared by its %d invocations."
-                         % (truth, plan.br, plan.bc, plan.workgroup_size)) if ok else
+                         % (truth, WEBGPU_DEFAULT_STORAGE, plan.br, plan.bc, plan.workgroup_size))
+                    if ok else
                     "%d bytes is not the plan's figure: read the tile-plan panel (workgroup "
                     "memory used) after the run with d = %d." % (value, TILE_D))
 
@@ -481,8 +484,9 @@ def _check_tile_refuse(spec: dict, picked: int, observed) -> dict:
     right = 0 if refuses else 1
     if picked == right:
         return _verdict(True, "Right. " + (
-            "The plan checks the budget before any dispatch: even Br = Bc = 1 needs more than "
-            "16384 bytes at d = %d, so the page shows the reason instead of running." % REFUSE_D
+            "The plan checks the budget before any dispatch: even the smallest tiles need more "
+            "than %d bytes at d = %d, so the page shows the reason instead of running."
+            % (WEBGPU_DEFAULT_STORAGE, REFUSE_D)
             if refuses else "The plan fits by shrinking the tiles."))
     if picked == 2:
         return _verdict(False, "Workgroup memory cannot spill: a pipeline that declares more "

@@ -22,6 +22,7 @@ import numpy as np
 
 from nlpcore import hardware
 from nlpcore.kernels import reference
+from nlpcore.kernels.tiling import WEBGPU_DEFAULT_STORAGE
 from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, assert_close, call_learner,
                         expect_number, rng, shapes_of)
 
@@ -153,7 +154,7 @@ def _block_n_cases():
         limit = hardware.GPUS[name].smem_per_block_bytes
         out += [(limit, 128, 64, 2, 3, name), (limit, 128, 128, 2, 2, name),
                 (limit, 64, 128, 4, 2, name)]
-    out.append((16384, 128, 128, 2, 2, "WebGPU default"))
+    out.append((WEBGPU_DEFAULT_STORAGE, 128, 128, 2, 2, "WebGPU default"))
     return out
 
 
@@ -265,7 +266,8 @@ def build() -> Exercise:
         statement=HERE.statement(
             "compose", a100_smem_kib=hardware.GPUS["A100"].smem_per_block_bytes // 1024,
             h100_smem_kib=hardware.GPUS["H100"].smem_per_block_bytes // 1024,
-            h200_tflops="%g" % (hardware.GPUS["H200"].fp16_flops / 1e12)),
+            h200_tflops="%g" % (hardware.GPUS["H200"].fp16_flops / 1e12),
+            webgpu_storage=WEBGPU_DEFAULT_STORAGE),
         starter=HERE.starter("compose"), solution=HERE.solution("compose"),
         hints=(
             "`grid = (math.ceil(n_q / BLOCK_M), batch * heads)`: the first axis walks query "
