@@ -222,6 +222,14 @@ def _keep(row_keys, cols, thresh):
     return bits >= thresh.to(tl.uint32, bitcast=True)
 
 
+@triton.jit
+def _keep_t(row_keys, cols, thresh):
+    """The same bits as _keep, drawn directly in transposed (C, R) form (keys along rows), so
+    the backward needs no transpose of the mask."""
+    bits = _mix(row_keys[None, :] + cols[:, None].to(tl.uint32))
+    return bits >= thresh.to(tl.uint32, bitcast=True)
+
+
 @triton.jit(do_not_specialize=_DROP_ARGS)
 def _keep_mask_kernel(OUT, n_q, n_k, seed_key, thresh, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Writes the keep-mask (B·H, Nq, Nk) as int8, for tests and teaching (the attention
@@ -408,7 +416,7 @@ def _bwd_dkdv_inner(
             p_t = tl.where(allowed, p_t, 0.0)
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (Bc, Br) = (dO Vᵀ)ᵀ
         if DROPOUT:  # the forward's keep bits, redrawn in transposed form (keys along rows)
-            keep_t = tl.trans(_keep(_row_keys(seed_key, pid_bh, offs_m), offs_n, thresh))
+            keep_t = _keep_t(_row_keys(seed_key, pid_bh, offs_m), offs_n, thresh)  # (Bc, Br)
             dv = tl.dot(tl.where(keep_t, p_t, 0.0).to(do.dtype), do, acc=dv, input_precision=PRECISION)
             dp_t = tl.where(keep_t, dp_t * keep_scale, 0.0)  # dP = dP̃ ∘ keep / (1 − p)
         else:
@@ -757,7 +765,9 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None, dropout_p=0.0, seed=
         atomic = 0  # bulk reductions need the copy engine: Hopper or later, not the interpreter
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
-    dq_acc = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
+    # the atomic dQ buffer is zeroed by _set_block_shapes right before each launch (autotuning
+    # launches several times), so it is allocated without a fill of its own
+    dq_acc = torch.empty(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
     precision = _precision(q.dtype)
 
     def grid_kv(meta):
