@@ -419,8 +419,16 @@ def targets(rows, ncu_info):
     out = []
     if "runtime_ms" in base and "runtime_ms" in ours:
         s = base["runtime_ms"] / ours["runtime_ms"]
+        limit = ""
+        p0 = fig.get("triton_p0", {})
+        if "runtime_ms" in p0:
+            limit = (f"drawing the dropout keep-mask in registers costs {ours['runtime_ms'] - p0['runtime_ms']:.2f} ms "
+                     f"of {ours['runtime_ms']:.2f} (without dropout {p0['runtime_ms']:.2f} ms, "
+                     f"{base['runtime_ms'] / p0['runtime_ms']:.1f}x); the baseline streams its bytes at "
+                     f"{base.get('hbm_bytes', 0) / base['runtime_ms'] / 1e9:.1f} TB/s, and the H200's bandwidth "
+                     "grew as much as its matrix rate over the A100's, so the ratio does not grow with it")
         out.append({"name": "Figure 2: Triton fwd+bwd speed-up over the PyTorch baseline", "measured": s,
-                    "goal": f">= {TARGETS['speedup']}x", "met": s >= TARGETS["speedup"]})
+                    "goal": f">= {TARGETS['speedup']}x", "met": s >= TARGETS["speedup"], "limited_by": limit})
     if "hbm_bytes" in base and "hbm_bytes" in ours:
         r = base["hbm_bytes"] / ours["hbm_bytes"]
         out.append({"name": "Figure 2: HBM traffic, baseline / Triton", "measured": r,
@@ -430,14 +438,39 @@ def targets(rows, ncu_info):
                   if r["impl"] == "triton" and "model_over_measured" in r]
         if ratios:
             worst = max(ratios, key=lambda x: abs(x - 1))
+            met = all(abs(x - 1) <= TARGETS["model_band"] for x in ratios)
+            limit = "" if met else (
+                "the L2 cache: re-reads that Theorem 2 counts with the SRAM's tiles hit the L2, not HBM "
+                "(the model with M = the L2 holds)" if model == "flash_sram" else "see bench/IO_H200.md")
             out.append({"name": f"model {model} / measured Triton bytes across the sweep", "measured": worst,
-                        "range": [min(ratios), max(ratios)], "goal": "within ±30%",
-                        "met": all(abs(x - 1) <= TARGETS["model_band"] for x in ratios)})
+                        "range": [min(ratios), max(ratios)], "goal": "within ±30%", "met": met, "limited_by": limit})
     for part, info in ncu_info.items():
         if isinstance(info, dict) and "error" in info:
             out.append({"name": f"hardware counters ({part})", "measured": None, "goal": "ncu reads dram__bytes",
                         "met": False, "blocked": info["error"][:300]})
     return out
+
+
+def retarget(path):
+    """Recompute what the model says (and so the targets) for a recorded run, keeping every
+    measured number: for a record taken before the model or the targets changed."""
+    with open(path) as f:
+        record = json.load(f)
+    measured_keys = ("setting", "n", "d", "batch", "heads", "impl", "runtime_ms", "counted_tflops_per_s", "error")
+    timing = [{k: r[k] for k in measured_keys if k in r} for r in record["rows"]]
+    counters = [dict({k: r[k] for k in ("setting", "n", "d", "impl")},
+                     **{k: r[k] for k in ("hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "kernels",
+                                          "kernel_time_ms_under_ncu", "kernel_names", "kernel_list") if k in r})
+                for r in record["rows"] if "hbm_bytes" in r]
+    record["rows"] = merge(timing, counters)
+    record["figure2_model"] = io_model.figure2()
+    record["targets"] = targets(record["rows"], record.get("ncu", {}))
+    record["retargeted"] = ("model columns and targets recomputed from the measured rows by "
+                            "PYTHONPATH=py python3 bench/io_h200.py --retarget " + path)
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+    for t in record["targets"]:
+        print(f"  {t['name']}: {t['measured']} (goal {t['goal']}) -> {'met' if t['met'] else 'NOT met'}")
 
 
 def env_info(torch, triton):
@@ -482,12 +515,17 @@ def main():
     ap.add_argument("--no-ncu", action="store_true", help="skip the hardware counters")
     ap.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU interpreter, no ncu")
     ap.add_argument("--ncu-timeout", type=int, default=300, help="seconds for each ncu process")
+    ap.add_argument("--retarget", metavar="JSON", help="recompute the model columns and targets of a recorded "
+                    "io_h200.json from its measured rows (no GPU) and rewrite it")
     ap.add_argument("--profile-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--part", choices=("figure2", "sweep"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     sweep = not args.no_sweep
     if args.profile_worker:
         profile_worker(args.part == "sweep", args.part == "figure2")
+        return
+    if args.retarget:
+        retarget(args.retarget)
         return
 
     import torch
