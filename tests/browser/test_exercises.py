@@ -93,7 +93,7 @@ def test_infinite_loop_is_stopped_and_the_page_recovers(page, site_url, browser_
     solution = lab.exercise("online-softmax").step("compose").solution
     wrong = solution.replace("acc = alpha[:, None] * acc + p @ v[k0:k1]", "acc = acc + p @ v[k0:k1]")
     page.evaluate("code => document.querySelector('.CodeMirror').CodeMirror.setValue(code)", wrong)
-    assert run_checks(page) == ["fail"] * 3
+    assert run_checks(page) == ["fail", "fail", "pass"]  # o is wrong; lse is checked on its own
     first = page.locator("[data-testid=check]").first
     text = first.inner_text()
     for label in ("expected", "got", "tolerance", "max |Δ|", "input shapes", "q (37, 16)"):
