@@ -17,6 +17,8 @@ const FALLBACK_EXERCISES = [
     ladder: ["Port", "Compose"], minutes: 120 },
   { id: "wgsl", title: "The WGSL shader and its tile plan", tier: "systems",
     ladder: ["Scratch", "Harden"], minutes: 120 },
+  { id: "ring", title: "The monoid across devices: split-K decoding and ring attention", tier: "browser",
+    ladder: ["Predict", "Compose", "Balance"], minutes: 70 },
 ];
 
 // Accepts the shapes data/exercises.json may reasonably take: a list, or {exercises: [...]},

@@ -190,7 +190,9 @@ def forward(
         block_q, block_k: tile sizes of the ``flash_np`` call each device makes per step.
         trace: a list that receives plain events: "begin" (sizes, the rows each device holds),
             per step and device "compute" (held shard, work, running m and l of the first head,
-            None where -inf), per step and device "send" (shard, bytes), and "end".
+            None where -inf, and ``resident``: the elements the device holds during the step —
+            its Q shard, running output and (m, l), the K/V shard it computes on and the one
+            arriving for the next step), per step and device "send" (shard, bytes), and "end".
 
     Returns:
         o: (..., Nq, dv), q's dtype; 0 for rows with no allowed key.
@@ -216,8 +218,12 @@ def forward(
                 )  # o_p (..., |Q_r|, dv), lse_p (..., |Q_r|)
                 runs[r] = absorb(runs[r], Partial(o_p, lse_p))
             if trace is not None:
+                arriving = held[(r - 1) % p] if step < p - 1 else None  # the shard in flight to r
+                resident = (q_local[r].size + runs[r].acc_o.size + runs[r].state.m.size + runs[r].state.l.size
+                            + k_t.size + v_t.size + (arriving[1].size + arriving[2].size if arriving else 0))
                 trace.append({
                     "op": "compute", "step": step, "device": r, "kv_shard": t, "work": count,
+                    "resident": int(resident),
                     "m": _first_head(runs[r].state.m), "l": _first_head(runs[r].state.l),
                 })
         if step < p - 1:  # after the last step nobody needs another shard

@@ -5,7 +5,7 @@ with KaTeX-ready TeX), starter code, checks, hints and a reference solution -- a
 in CPython for the tests and in Pyodide for the page (through ``nlpcore.web.exercises``).
 
 - :func:`exercise` / :func:`exercises` -- the registry (ids: online-softmax, backward, triton,
-  wgsl, break-it; an id whose module is not present yet is simply not listed).
+  wgsl, break-it, ring; an id whose module is not present yet is simply not listed).
 - :func:`grade` -- grade one step of one exercise for a piece of learner code.
 - :func:`export_site_data` -- what build.py writes to dist/data/exercises.json.
 
@@ -28,6 +28,7 @@ EXERCISE_MODULES = (
     ("break-it", "ex_break_it"),
     ("triton", "ex_triton"),
     ("wgsl", "ex_wgsl"),
+    ("ring", "ex_ring"),
 )
 
 _cache: Dict[str, Exercise] = {}

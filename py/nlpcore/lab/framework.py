@@ -1,6 +1,7 @@
 """The exercise framework: steps, checks, learner code in a fresh namespace, and results.
 
-An exercise is a ladder of steps (Predict, Scratch, Compose, Probe, Harden, Break it, Port).
+An exercise is a ladder of steps (Predict, Scratch, Compose, Probe, Harden, Break it, Port,
+Balance).
 Each step holds a statement (Markdown with KaTeX-ready TeX between ``$...$``), starter code,
 a reference solution, hints (revealed one at a time by the page) and a list of checks.
 
@@ -33,7 +34,7 @@ import numpy as np
 
 CODE_DIR = pathlib.Path(__file__).resolve().parent / "code"
 
-LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe", "Harden", "Break it", "Port")
+LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe", "Harden", "Break it", "Port", "Balance")
 LANGUAGES = ("python", "wgsl")  # what a step's learner code is written in
 
 # Tolerances per dtype of the computation being checked: |got - want| <= atol + rtol * |want|.

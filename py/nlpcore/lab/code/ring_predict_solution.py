@@ -1,0 +1,11 @@
+# Predict before you simulate: ring attention over P devices, ONE head, float32, forward pass.
+N = 512       # sequence length (queries = keys = N), cut into P contiguous shards
+d = 64        # head dimension (dv = d)
+P = 4         # devices in the ring
+BYTES = 4     # float32
+n = N // P    # rows per shard
+
+# A K/V shard is n rows of K and n rows of V; it is passed on after every step but the last.
+bytes_sent = (P - 1) * n * (d + d) * BYTES
+# Q shard + running O + (m, l) per query row + the K/V shard in use + the one arriving.
+peak_elements = n * d + n * d + 2 * n + 2 * n * (d + d)
