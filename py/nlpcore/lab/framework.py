@@ -127,7 +127,8 @@ class Step:
     hints: Sequence[str] = ()
     required: Sequence[str] = ()            # names the learner's code must define
     record: Sequence[str] = ()              # names whose values are saved with progress
-    report: Optional[Callable] = None       # report(ns) -> dict shown below the checks
+    report: Optional[Callable] = None       # report(ns) -> dict shown below the checks: a
+                                            # "table" (columns, rows) and optional "title"
     language: str = "python"                # "python": code is exec'd; "wgsl": code is shader
                                             # text, checks get ns = {"source": code}
 
