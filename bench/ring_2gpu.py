@@ -29,17 +29,19 @@ Measured (GPU mode; rank 0 writes DIR/ring_2gpu.json with the command, GPUs and 
    ``torch.distributed.tensor.experimental.context_parallel``) on the same P GPUs and inputs;
 3. the longest causal sequence (B = 1, H = 8, d = 128) whose forward runs under a per-GPU memory
    cap (``--cap-gib``, through ``torch.cuda.set_per_process_memory_fraction``): one GPU
-   (``flash_triton``, full q, k, v, o) vs the ring on P GPUs (shards only).
-``--cpu`` runs only the check, at N = 64 in float32, against ``nlpcore.kernels.reference`` and the
-NumPy ring simulator ``nlpcore.kernels.ring`` (same layout), and tries ``context_parallel``.
+   (``flash_triton``, full q, k, v, o) vs ``chunked_forward`` on P GPUs (shards only).
+``--cpu`` runs the check (both rings, N = 64, float32) against ``nlpcore.kernels.reference`` and
+the NumPy ring simulator ``nlpcore.kernels.ring`` (same layout), the timing code at N = 128 with
+the torch kernel (times meaningless there), and ``context_parallel``.
 
 Memory, an estimate from the buffers the code allocates (u = bytes of one (B, H, token, d) row
-of q in bf16): one GPU holds q, k, v and o, 4u per token; a ring rank holds q and K/V (3u), the
-receive buffer (2u), the float32 accumulator (2u), one kernel output (up to u) and the final o
-(u), about 9u per local token. Under one per-GPU cap, P GPUs then reach about 4P/9 of one GPU's
-length — less than one GPU for P = 2. The issue's 1.9× needs a ring that passes K/V in pieces
-(small receive buffers) and accumulates into o itself; this script does not do that yet, and the
-measurement says what this version reaches.
+of q in bf16): one GPU holds q, k, v and o, 4u per token. ``ring_forward`` (the classic ring,
+each K/V shard passed once) also holds the receive buffer (2u), a float32 accumulator (2u), a
+kernel output (up to u) and the final o: about 9u per local token, so under one per-GPU cap P
+GPUs reach about 4P/9 of one GPU's length — less than one GPU for P = 2. ``chunked_forward``
+(query chunks outer, K/V pieces streamed to each chunk) holds 4u per local token plus about
+7u/C, so P GPUs reach about 4P/(4 + 7/C) of one GPU's length: 1.95 for P = 2, C = 64. The
+longest-sequence search runs ``chunked_forward``; the step times record both.
 
 NVLink multicast (NVLS) stays off: the variables below are set before torch is imported, and the
 worker processes inherit them.
@@ -71,10 +73,11 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-GPU = dict(batch=1, heads=32, d=128, check_n=8192, check_heads=2, time_ns=(16384, 65536, 131072),
-           long_heads=8, long_start=65536, dtype=torch.bfloat16, reps=10)
-CPU = dict(batch=1, heads=2, d=16, check_n=64, check_heads=2, time_ns=(128,), long_heads=0, long_start=0,
-           dtype=torch.float32, reps=1)
+GPU = dict(batch=1, heads=32, d=128, check_n=8192, check_heads=2, check_chunks=4,
+           time_ns=(16384, 65536, 131072), time_chunks=4,
+           long_heads=8, long_start=65536, long_chunks=64, dtype=torch.bfloat16, reps=10)
+CPU = dict(batch=1, heads=2, d=16, check_n=64, check_heads=2, check_chunks=4, time_ns=(128,), time_chunks=4,
+           long_heads=0, long_start=0, long_chunks=0, dtype=torch.float32, reps=1)
 GRAIN = 4096  # the longest-sequence search stops when its bracket is this narrow (tokens)
 
 
@@ -185,6 +188,109 @@ def ring_forward(q, kv, *, causal, rank, world, block):
     return o.to(q.dtype), lse
 
 
+def chunk_starts(rank, world, n_local, chunks, causal):
+    """Global row of the first row of each of a rank's ``chunks`` equal local chunks.
+
+    Under causal (zig-zag) local rows [0, n/2) are global chunk ``rank`` and [n/2, n) global chunk
+    2P − 1 − rank; an even number of chunks keeps every chunk inside one of them.
+    """
+    m = n_local // chunks
+    if not causal:
+        return [rank * n_local + c * m for c in range(chunks)]
+    half = n_local // 2
+    late = (2 * world - 1 - rank) * half
+    return [rank * half + c * m if c * m < half else late + c * m - half for c in range(chunks)]
+
+
+def chunked_forward(q_chunks, kv_pieces, *, causal, rank, world, block):
+    """The ring with a small footprint: query chunks outer, K/V pieces streamed to each chunk.
+
+    q_chunks (C, B, H, m, d) and kv_pieces (C, 2, B, H, m, d): this rank's shard in C chunks of m
+    rows, each contiguous, so a piece is sent without a copy. For every query chunk the rank
+    meets each K/V piece of every rank once: its own pieces first, then at step s = 1..P−1 the
+    pieces of rank r − s, sent by that rank directly (a rotation: each step is a perfect matching,
+    so no rank forwards or buffers another's shard; for P = 2 it is the ring). Beyond its inputs
+    and o, a rank holds one chunk's float32 accumulator, two receive buffers of one piece and one
+    kernel output of one chunk — about 7u·n/C for u the bytes of one bf16 row. The K/V are sent
+    C times over, which costs little while the attention's N² work dominates. Pieces a causal
+    chunk cannot see are neither sent nor computed. Returns o (C, B, H, m, d) in q's dtype and
+    lse (C, B, H, m) float32.
+    """
+    chunks = q_chunks.shape[0]
+    n_local = chunks * q_chunks.shape[3]
+    if causal and chunks % 2:
+        raise ValueError("under causal the chunks must split each zig-zag half evenly: chunks must be even")
+    starts = [chunk_starts(t, world, n_local, chunks, causal) for t in range(world)]
+
+    def relation(c, owner, t, j):
+        """How query chunk c of rank ``owner`` meets piece j of rank t: skip, full or diagonal."""
+        if not causal:
+            return "full"
+        q0, k0 = starts[owner][c], starts[t][j]
+        return "skip" if k0 > q0 else ("diagonal" if k0 == q0 else "full")
+
+    # The schedule, the same on every rank, so that sends and receives pair up in order.
+    plan = []
+    for c in range(chunks):
+        for s in range(world):
+            for j in range(chunks):
+                t = (rank - s) % world
+                recv = s > 0 and relation(c, rank, t, j) != "skip"
+                send = s > 0 and relation(c, (rank + s) % world, rank, j) != "skip"
+                plan.append((c, s, j, t, recv, send))
+    moves = [k for k, e in enumerate(plan) if e[4] or e[5]]
+    buffers = [torch.empty_like(kv_pieces[0]) for _ in range(2)]  # (2, B, H, m, d) each
+    posted = {}
+
+    def post(ordinal):
+        """Post the sends/receives of the ordinal-th move, into the buffer it does not share."""
+        if ordinal >= len(moves):
+            return
+        k = moves[ordinal]
+        _, s, j, t, recv, send = plan[k]
+        buf = buffers[ordinal % 2]
+        ops = ([dist.P2POp(dist.isend, kv_pieces[j], (rank + s) % world)] if send else []) + \
+              ([dist.P2POp(dist.irecv, buf, t)] if recv else [])
+        posted[k] = (dist.batch_isend_irecv(ops), buf, ordinal)
+
+    o = torch.empty_like(q_chunks)
+    lse = torch.empty(q_chunks.shape[:-1], dtype=torch.float32, device=q_chunks.device)
+    post(0)
+    for k, (c, s, j, t, recv, _) in enumerate(plan):
+        if s == 0 and j == 0:
+            acc = torch.zeros(q_chunks.shape[1:], dtype=torch.float32, device=q_chunks.device)
+            acc_lse = torch.full(q_chunks.shape[1:-1], float("-inf"), dtype=torch.float32, device=q_chunks.device)
+        piece = kv_pieces[j] if s == 0 else None
+        if k in posted:
+            reqs, buf, ordinal = posted.pop(k)
+            for req in reqs:
+                req.wait()
+            post(ordinal + 1)  # the next move fills the other buffer while this one computes
+            if recv:
+                piece = buf
+        how = relation(c, rank, t, j)
+        if piece is not None and how != "skip":
+            part_o, part_lse = block(q_chunks[c], piece[0], piece[1], how == "diagonal")
+            absorb(acc, acc_lse, part_o, part_lse)
+        if s == world - 1 and j == chunks - 1:
+            o[c] = acc.to(o.dtype)
+            lse[c] = acc_lse
+    return o, lse
+
+
+def to_chunks(x, chunks):
+    """(..., B, H, n, d) -> (C, ..., B, H, n/C, d), contiguous: a shard cut into row chunks."""
+    lead = x.dim() - 4
+    y = x.reshape(x.shape[:-2] + (chunks, x.shape[-2] // chunks, x.shape[-1]))
+    return y.movedim(lead + 2, 0).contiguous()
+
+
+def from_chunks(x):
+    """(C, B, H, m, d) -> (B, H, C·m, d): the inverse of :func:`to_chunks` for o."""
+    y = x.movedim(0, -3)
+    return y.reshape(y.shape[:-3] + (y.shape[-3] * y.shape[-2], y.shape[-1]))
+
+
 # --- helpers for measuring -----------------------------------------------------------------------
 def local_inputs(q, k, v, rank, world, causal):
     """This rank's q shard and (K, V) shards stacked as the ring passes them."""
@@ -254,6 +360,10 @@ def check(cfg, rank, world, device, block, on_cpu):
                                           causal=causal, rank=rank, world=world, block=block)
         o = unshard(gather(o_local, world), causal)
         lse = unshard(gather(lse_local, world), causal)
+        q_loc, kv_loc = local_inputs(q, k, v, rank, world, causal)
+        o_chunks, _ = chunked_forward(to_chunks(q_loc, cfg["check_chunks"]), to_chunks(kv_loc, cfg["check_chunks"]),
+                                      causal=causal, rank=rank, world=world, block=block)
+        o_chunked = unshard(gather(from_chunks(o_chunks), world), causal)
         if rank != 0:
             continue
         heads = slice(0, cfg["check_heads"])
@@ -274,7 +384,9 @@ def check(cfg, rank, world, device, block, on_cpu):
             row["err_vs_sdpa_all_heads"] = float((o.double() - sdpa(q, k, v, is_causal=causal).double()).abs().max())
         v_o = ct.compare(o[:, heads], ref_o, bound)
         v_l = ct.compare(lse[:, heads], ref_lse, 1e-3 if not on_cpu else 1e-5)
-        row.update(ok=v_o.ok and v_l.ok, err=v_o.err, bound=bound, lse_err=v_l.err, where=v_o.where)
+        v_c = ct.compare(o_chunked[:, heads], ref_o, bound)
+        row.update(ok=v_o.ok and v_l.ok and v_c.ok, err=v_o.err, bound=bound, lse_err=v_l.err, where=v_o.where,
+                   chunks=cfg["check_chunks"], chunked_err=v_c.err)
         rows.append(row)
     return rows
 
@@ -294,6 +406,11 @@ def step_times(cfg, rank, world, device, block):
             row = {"n": n, "causal": causal, "batch": cfg["batch"], "heads": cfg["heads"], "d": cfg["d"]}
             run_ring = lambda: ring_forward(*local, causal=causal, rank=rank, world=world, block=block)  # noqa: E731
             row["ring_s"] = timed(run_ring, device, cfg["reps"])
+            chunked_in = [to_chunks(t, cfg["time_chunks"]) for t in local]
+            row["chunked_s"] = timed(lambda: chunked_forward(*chunked_in, causal=causal, rank=rank, world=world,
+                                                             block=block), device, cfg["reps"])
+            row["time_chunks"] = cfg["time_chunks"]
+            del chunked_in
             ring_full = unshard(gather(run_ring()[0], world), causal)
             if rank == 0:
                 want = sdpa(q, k, v, is_causal=causal).double()
@@ -369,14 +486,17 @@ def longest(cfg, rank, world, device, block, cap_bytes):
         return run
 
     def ring_run(n):
+        chunks = cfg["long_chunks"]
+
         def run():
-            q = torch.randn(shape(n // world), device=device, dtype=cfg["dtype"])
-            kv = torch.randn((2,) + shape(n // world), device=device, dtype=cfg["dtype"])
+            local = (cfg["batch"], cfg["long_heads"], n // world // chunks, cfg["d"])
+            q = torch.randn((chunks,) + local, device=device, dtype=cfg["dtype"])
+            kv = torch.randn((chunks, 2) + local, device=device, dtype=cfg["dtype"])
             # A rank that cannot allocate its shards says so before any message is sent, so no
             # rank waits forever for a partner that gave up (the process group also has a timeout).
             flag = torch.tensor([1], device=device)
             dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-            ring_forward(q, kv, causal=True, rank=rank, world=world, block=block)
+            chunked_forward(q, kv, causal=True, rank=rank, world=world, block=block)
         return run
 
     n_one = None
@@ -386,7 +506,7 @@ def longest(cfg, rank, world, device, block, cap_bytes):
     n_ring = search_longest(lambda n: _fits(ring_run(n), device, world), cfg["long_start"], GRAIN)
     torch.cuda.set_per_process_memory_fraction(1.0, device)
     return {"cap_bytes": cap_bytes, "heads": cfg["long_heads"], "d": cfg["d"], "causal": True,
-            "grain": GRAIN, "one_gpu_n": n_one, "ring_n": n_ring, "world": world,
+            "grain": GRAIN, "ring": "chunked_forward", "chunks": cfg["long_chunks"], "one_gpu_n": n_one, "ring_n": n_ring, "world": world,
             "ratio": (n_ring / n_one) if rank == 0 and n_one else None}
 
 
