@@ -14,14 +14,16 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-CHROMIUM = "/usr/bin/chromium"
+if str(ROOT) not in sys.path:  # the repository's tools (labtools: build, serve, chromium)
+    sys.path.insert(0, str(ROOT))
+
+from labtools import chromium  # noqa: E402
 
 # BLAS threads are pinned before NumPy is imported anywhere (the child processes inherit them).
 # One thread: the lab's machine has 2 cores shared with other work, and one thread gives the
@@ -61,14 +63,6 @@ def available_memory() -> Optional[int]:
     return _memory_bytes("MemAvailable")
 
 
-def chromium_version() -> Optional[str]:
-    try:
-        out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def package_version(name: str) -> Optional[str]:
     try:
         from importlib.metadata import version
@@ -82,7 +76,7 @@ def machine(extra_versions: Sequence[str] = ()) -> dict:
     """The machine and software a result was measured on."""
     versions = {"python": platform.python_version(), "numpy": package_version("numpy")}
     for name in extra_versions:
-        versions[name] = chromium_version() if name == "chromium" else package_version(name)
+        versions[name] = chromium.version() if name == "chromium" else package_version(name)
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
@@ -174,20 +168,6 @@ def python() -> str:
 
 # --- the built site in headless Chromium (page_bench.py, page_readiness.py) --------------------
 
-# Verified flags: SwiftShader gives a WebGPU adapter in headless Debian chromium (as the tests use).
-WEBGPU_ARGS = ["--no-sandbox", "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader",
-               "--disable-background-networking", "--disable-component-update"]
-
-
-def _build_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("lab_build", ROOT / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 class Site:
     """The built lab served on a free 127.0.0.1 port: ``with Site(dist) as url: ...``.
 
@@ -202,7 +182,8 @@ class Site:
     def __enter__(self) -> str:
         import tempfile
 
-        build = _build_module()
+        from labtools import build
+
         if self.dist is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="lab-bench-dist-")
             self.dist = Path(self._tmp.name) / "dist"

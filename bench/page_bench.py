@@ -1,27 +1,25 @@
 """The page-driven WebGPU benchmark: tiled vs naive WGSL in headless Chromium (Dawn on SwiftShader).
 
 Opens ``site/bench.html`` (served from a built site) in Debian's chromium with the WebGPU flags
-the tests use, builds each dispatch spec in CPython (``flash_wgsl_mirror.dispatch_spec``), and
-asks the page (``js/bench.js``) to prepare it once, dispatch it once as warm-up, read its outputs
-back (checked here against ``reference.forward``), then time repeated dispatches with GPU
-timestamp queries (or wall time to ``onSubmittedWorkDone`` when the adapter has none).
+the tests use (:mod:`labtools.chromium`) and hands ``webgpu_attention.measure`` the page's
+operations (:class:`PageOps`): prepare a dispatch spec once, dispatch it (GPU timestamp queries,
+or wall time to ``onSubmittedWorkDone`` when the adapter has none), read its outputs back.
 
-Used by ``webgpu_attention.py`` (engine "chromium"); on its own it prints the rows:
+Imported by ``webgpu_attention.py`` (engine "chromium"), which builds the specs and checks and
+times them; this module imports nothing of it (no cycle). Run it through that script:
 
-    .venv/bin/python bench/page_bench.py --sizes 256,512 [--dist DIR]
+    .venv/bin/python bench/webgpu_attention.py --engines chromium --sizes 256,512 [--dist DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import sys
-import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-import webgpu_attention as wa  # noqa: E402
 
 PAGE_TIMEOUT_MS = 600_000  # one dispatch of the tiled shader at N = 4096 takes minutes on SwiftShader
 
@@ -55,14 +53,15 @@ class PageOps:
         self.page.evaluate("(id) => window.labBench.release(id)", handle)
 
 
-def run_chromium(sizes, dist=None, repeats_for=wa.repeats_for, plan=None, log=print) -> dict:
-    """Engine record {engine, adapter, timing, rows} (or {engine, error} when WebGPU is missing)."""
+def run_chromium(measure: Callable, dist=None) -> dict:
+    """Engine record {engine, adapter, timing, rows} (or {engine, error} when WebGPU is missing);
+    ``measure(ops, timestamps) -> rows`` does the timing with the page's :class:`PageOps`."""
     from playwright.sync_api import sync_playwright
 
     engine = {"engine": "chromium", "implementation": "Dawn (Tint) on SwiftShader, headless Debian chromium",
-              "versions": {"chromium": common.chromium_version()}, "rows": []}
+              "versions": {"chromium": common.chromium.version()}, "rows": []}
     with common.Site(dist) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=common.CHROMIUM, headless=True, args=common.WEBGPU_ARGS)
+        browser = common.chromium.launch(pw)
         try:
             context = browser.new_context()
             offsite: list = []
@@ -77,29 +76,10 @@ def run_chromium(sizes, dist=None, repeats_for=wa.repeats_for, plan=None, log=pr
                 return engine
             engine["adapter"] = info["adapter"]
             engine["timing"] = "timestamp-query" if info["timestamps"] else "wall"
-            engine["rows"] = wa.measure("chromium", sizes, plan, PageOps(page), info["timestamps"], repeats_for, log)
+            engine["rows"] = measure(PageOps(page), info["timestamps"])
             if offsite:
                 engine["offsite_requests"] = offsite
         finally:
             browser.close()
     return engine
 
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="256,512")
-    parser.add_argument("--dist", default=None, help="a built site (default: build one into a temp folder)")
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    engine = run_chromium([int(s) for s in args.sizes.split(",") if s], dist=args.dist)
-    if engine.get("error"):
-        print(engine["error"])
-        return 1
-    print(common.table(["N", "kernel", "ms", "wall ms", "valid"],
-                       [[r["n"], r["kernel"], r["ms"], r["wall_ms"], r["valid"]] for r in engine["rows"]]))
-    print("adapter {}, timing {}, {:.0f} s".format(engine["adapter"], engine["timing"], time.perf_counter() - started))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

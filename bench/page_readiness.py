@@ -135,7 +135,7 @@ def run(trials: int, dist=None) -> dict:
         "machine": common.machine(["chromium", "playwright"]),
         "parameters": {
             "page": "lab.html (default inputs; the comparison starts by itself once Python is ready)",
-            "trials": trials, "browser": "headless Debian chromium, " + " ".join(common.WEBGPU_ARGS),
+            "trials": trials, "browser": "headless Debian chromium, " + " ".join(common.chromium.WEBGPU_ARGS),
             "server": "build.py's server on 127.0.0.1 (Cache-Control: no-store), fresh context per trial",
             "ready": "navigation start -> <html data-runtime=ready> (Pyodide + NumPy + nlpcore in the worker)",
             "first_result": "navigation start -> first verdict of [data-testid=compare]",
@@ -144,7 +144,7 @@ def run(trials: int, dist=None) -> dict:
         "trials": [],
     }
     with common.Site(dist) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=common.CHROMIUM, headless=True, args=common.WEBGPU_ARGS)
+        browser = common.chromium.launch(pw)
         try:
             for i in range(trials):
                 t = trial(browser, url)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
+from labtools import build  # noqa: E402  (common put the repository on sys.path)
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = {
@@ -50,7 +51,7 @@ def main(argv=None) -> int:
         if any(name in NEEDS_SITE for name in chosen):
             dist = Path(tmp) / "dist"
             print("== building the site into", dist, flush=True)
-            common._build_module().build(dist)
+            build.build(dist)
         for name in chosen:
             cmd = [sys.executable, str(HERE / SCRIPTS[name][0])]
             if name in NEEDS_SITE:

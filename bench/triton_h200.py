@@ -3,7 +3,7 @@
     PYTHONPATH=py python3 bench/triton_h200.py [--out DIR] [--sweep] [--skip-check] [--dry-run]
 
 1. Correctness at full benchmark sizes, forward and backward, with the flash-attention bar:
-   on a slice of heads, max |triton - fp64 ref| <= 2 · max |plain bf16 - fp64 ref| + slack
+   on a slice of heads, max |triton - fp64 ref| <= 2 · max |plain bf16 - fp64 ref| + extra
    (nlpcore.kernels.check_triton), plus the module's own GPU check cases.
 2. TFLOP/s, bf16, d ∈ {64, 128}, N ∈ {1024, 4096, 16384}, causal and not, 16k tokens per
    batch (B = 16384 / N) and hidden size 2048 (H = 2048 / d), for our kernel and SDPA's

@@ -30,13 +30,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
+import page_bench  # noqa: E402
 
 D = 64
 SIZES = (256, 512, 1024, 2048, 4096)
 TARGET_N = 2048
 TARGET_SPEEDUP = 2.0
 KERNELS = (("tiled", "flash_fwd.wgsl"), ("naive", "attention_naive.wgsl"))
-TOLERANCE = 1e-4  # float32 shader vs float32 NumPy, |Δo| on unit-normal inputs
 
 
 def repeats_for(n: int) -> int:
@@ -68,11 +68,14 @@ def check(spec: dict, outputs: dict, expected) -> dict:
 
     from nlpcore.kernels import flash_wgsl_mirror as mirror
 
+    from nlpcore.tolerances import BENCH_WEBGPU
+
+    tolerance = BENCH_WEBGPU.atol  # float32 shader vs float32 NumPy, max |Δ| (absolute)
     o, lse = mirror.decode_outputs(spec, outputs)
     err = float(np.max(np.abs(o - expected[0])))
     err_lse = float(np.max(np.abs(lse - expected[1])))
-    bad_columns = np.nonzero(np.max(np.abs(o - expected[0]), axis=0) > TOLERANCE)[0]
-    return {"max_abs_err_o": err, "max_abs_err_lse": err_lse, "valid": err <= TOLERANCE and err_lse <= TOLERANCE,
+    bad_columns = np.nonzero(np.max(np.abs(o - expected[0]), axis=0) > tolerance)[0]
+    return {"max_abs_err_o": err, "max_abs_err_lse": err_lse, "valid": err <= tolerance and err_lse <= tolerance,
             "wrong_o_columns": [int(c) for c in bad_columns]}
 
 
@@ -333,6 +336,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
 
     from nlpcore.kernels import tiling
+    from nlpcore.tolerances import BENCH_WEBGPU
 
     plan = tiling.plan(D, 4)
     record = {
@@ -341,7 +345,7 @@ def main(argv=None) -> int:
         "machine": common.machine(["wgpu", "chromium"]),
         "parameters": {"d": D, "dtype": "float32", "batch": "one head", "sizes": sizes,
                        "repeats": {str(n): repeats_for(n) for n in sizes}, "warmup": 1,
-                       "plan": plan.as_dict(), "tolerance_max_abs": TOLERANCE,
+                       "plan": plan.as_dict(), "tolerance_max_abs": BENCH_WEBGPU.atol,
                        "time": "median per-dispatch time: GPU timestamp queries around the compute pass where "
                                "available, else wall time submit -> onSubmittedWorkDone"},
         "engines": [],
@@ -352,9 +356,9 @@ def main(argv=None) -> int:
         if name == "wgpu-py":
             engine = run_wgpu(sizes, plan)
         elif name == "chromium":
-            import page_bench
-
-            engine = page_bench.run_chromium(sizes, dist=args.dist, repeats_for=repeats_for)
+            engine = page_bench.run_chromium(
+                lambda ops, timestamps: measure("chromium", sizes, plan, ops, timestamps, repeats_for),
+                dist=args.dist)
         else:
             parser.error("--engines: unknown engine {!r} (wgpu-py, chromium)".format(name))
         engine["speedups"] = speedups(engine) if engine.get("rows") else []

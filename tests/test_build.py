@@ -1,11 +1,10 @@
-"""build.py: a deterministic dist/ with a correct manifest, only the Pyodide files the lab needs,
+"""build.py (labtools.build): a deterministic dist/ with a correct manifest, only the Pyodide files the lab needs,
 a valid nlpcore wheel, and a server that sends the right content types."""
 from __future__ import annotations
 
 import base64
 import csv
 import hashlib
-import importlib.util
 import io
 import json
 import pathlib
@@ -22,14 +21,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def _load_build():
-    spec = importlib.util.spec_from_file_location("lab_build_under_test", ROOT / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _load_build()
+from labtools import build  # noqa: E402  (the repository root is on pytest's pythonpath)
 
 
 @pytest.fixture(scope="module")
@@ -262,3 +254,42 @@ def test_json_that_browsers_reject_is_flagged(tmp_path):
     (tmp_path / "bench" / "bad.json").write_text('{"x": Infinity}')
     warnings = build.check_json_files(tmp_path)
     assert len(warnings) == 1 and warnings[0].startswith("bench/bad.json: Infinity")
+
+
+# --- the page shell: one header for every page, numbers from Python ---------------------------
+
+def test_every_page_gets_the_one_header_with_its_own_link_marked(two_builds):
+    pages = sorted(p.name for p in (ROOT / "site").glob("*.html"))
+    assert pages and all((ROOT / "site" / p).read_text().count(build.HEADER_MARK) == 1 for p in pages)
+    labels = [label for _, label in build.SITE_NAV]
+    for name in pages:
+        html = (two_builds[1] / name).read_text()
+        header = html[html.index('<header class="site-header">'):html.index("</header>")]
+        assert [label for label in labels if f">{label}</a>" in header] == labels, name
+        current = header.count('aria-current="page"')
+        assert current == (1 if name in dict(build.SITE_NAV) else 0), name
+        assert "{{" not in html, name
+
+
+def test_page_limits_are_the_python_limits(two_builds):
+    from nlpcore import hardware
+    from nlpcore.web import viz
+
+    html = (two_builds[1] / "index.html").read_text()
+    for cell, limits in viz.CELL_LIMITS.items():
+        start = html.index(f'data-cell="{cell}"')
+        block = html[start:html.index("</form>", start)]
+        for name, value in limits.items():
+            if name == "tiles":
+                continue
+            assert f'max="{value}"' in block, (cell, name, value)
+    assert f"{hardware.A100_SRAM_BYTES // 1024}&nbsp;KB of on-chip" in html
+
+
+def test_an_unknown_page_value_stops_the_build(tmp_path):
+    (tmp_path / "a.html").write_text(build.HEADER_MARK + "\n<p>{{no.such}}</p>\n")
+    with pytest.raises(build.BuildError, match="no.such"):
+        build.stamp_pages(tmp_path, {"hardware.x": 1})
+    (tmp_path / "a.html").write_text("<p>no header</p>\n")
+    with pytest.raises(build.BuildError, match="site-header"):
+        build.stamp_pages(tmp_path, {})

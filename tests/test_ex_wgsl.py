@@ -2,7 +2,7 @@
 nlpcore.kernels.tiling, and its checks run end to end with the shaders executed natively by
 wgpu-py (naga + Mesa lavapipe) in place of the page's navigator.gpu.
 
-Each planted bug in wgsl/exercises/ must fail exactly the checks it is planted for; the reference
+Each planted bug (nlpcore/lab/exercises/wgsl/planted_bugs.py) must fail exactly the checks it is planted for; the reference
 solutions must pass every check (so they are valid WGSL for naga as well as for the browser's
 Tint, which tests/browser/test_wgsl_exercise.py covers).
 """
@@ -15,21 +15,26 @@ import numpy as np
 import pytest
 
 from nlpcore.kernels import tiling
-from nlpcore.lab import exercise, ex_wgsl
+from nlpcore import shaders
+from nlpcore.lab import exercise
+from nlpcore.lab.exercises.wgsl import cases, expressions, planted_bugs, reader, sizing
 from nlpcore.lab.framework import grade, verify_js
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 EX = exercise("wgsl")
-SCRATCH_GPU = {c.id for c in ex_wgsl.SCRATCH_CASES}
-HARDEN_GPU = {c.id for c in ex_wgsl.HARDEN_CASES}
+SCRATCH_GPU = {c.id for c in cases.SCRATCH_CASES}
+HARDEN_GPU = {c.id for c in cases.HARDEN_CASES}
 PYTHON_CHECKS = {"interface", "budget", "mirror"}
 
 
 def text(name):
-    source = ex_wgsl.wgsl_text(name)
-    assert source, "wgsl/%s is missing" % name
-    return source
+    """The lab's own shader (flash_fwd.wgsl) or the starter/solution a step shows
+    ("scratch_starter.wgsl", "scratch_solution.wgsl", "harden_starter.wgsl")."""
+    if name == "flash_fwd.wgsl":
+        return shaders.text(name)
+    step, kind = name[:-len(".wgsl")].split("_")
+    return getattr(EX.step(step), kind)
 
 
 def run_step(step, code, only=None):
@@ -59,13 +64,13 @@ def failing(results):
                                         ("4 * BC * (D + 1) / 2 % 1000", (4 * 8 * 65 // 2) % 1000),
                                         ("u32(BC) - -1", 9), ("0x10", 16)])
 def test_evaluate(expr, want):
-    assert ex_wgsl.evaluate(expr, {"BR": 16, "BC": 8, "D": 64}) == want
+    assert expressions.evaluate(expr, {"BR": 16, "BC": 8, "D": 64}) == want
 
 
 @pytest.mark.parametrize("expr", ["BR * X", "BR /", "(BR", "BR / 0", "1.5"])
 def test_evaluate_rejects(expr):
-    with pytest.raises(ex_wgsl.ShaderError):
-        ex_wgsl.evaluate(expr, {"BR": 16})
+    with pytest.raises(expressions.ShaderError):
+        expressions.evaluate(expr, {"BR": 16})
 
 
 @pytest.mark.parametrize("type_text, size", [("f32", 4), ("vec3<f32>", 12), ("vec4f", 16),
@@ -73,21 +78,21 @@ def test_evaluate_rejects(expr):
                                              ("array<array<f32, D>, 3>", 3 * 4 * 7),
                                              ("atomic<u32>", 4)])
 def test_type_layout(type_text, size):
-    assert ex_wgsl.type_layout(type_text, {"D": 7})[0] == size
+    assert sizing.type_layout(type_text, {"D": 7})[0] == size
 
 
 @pytest.mark.parametrize("d, dv", [(64, 64), (24, 40), (16, 16), (100, 7)])
 def test_layout_of_the_lab_shader_matches_tiling(d, dv):
     """Two independent counts of the same memory: parsing the shader's var<workgroup> arrays
     and tiling.bytes_needed; and the largest plan that fits equals tiling.plan's choice."""
-    info = ex_wgsl.parse_shader(text("flash_fwd.wgsl"))
+    info = reader.parse_shader(text("flash_fwd.wgsl"))
     plan = tiling.plan(d, 4, dv=dv)
     host = {"BR": plan.br, "BC": plan.bc, "D": d, "DV": dv, "WG": plan.workgroup_size}
-    lay = ex_wgsl.layout(info, host)
+    lay = sizing.layout(info, host)
     assert lay.bytes_used == plan.bytes_used
     assert [(n, b) for n, b, _ in lay.arrays] == list(plan.arrays)
     assert lay.constants == plan.constants()
-    fit = ex_wgsl.fitting_plan(info, host)
+    fit = sizing.fitting_plan(info, host)
     assert (fit.env["BR"], fit.env["BC"], fit.bytes_used) == (plan.br, plan.bc, plan.bytes_used)
 
 
@@ -95,7 +100,7 @@ def test_unused_workgroup_arrays_do_not_count():
     source = text("flash_fwd.wgsl").replace(
         "var<workgroup> alpha_row: array<f32, BR>;",
         "var<workgroup> alpha_row: array<f32, BR>;\nvar<workgroup> spare: array<f32, 4096>;")
-    lay = ex_wgsl.layout(ex_wgsl.parse_shader(source), {"BR": 16, "BC": 8, "D": 64, "DV": 64, "WG": 64})
+    lay = sizing.layout(reader.parse_shader(source), {"BR": 16, "BC": 8, "D": 64, "DV": 64, "WG": 64})
     assert "spare" not in [n for n, _, _ in lay.arrays]
     assert lay.bytes_used == tiling.bytes_needed(16, 8, 64, 64, 4)
 
@@ -117,9 +122,9 @@ def test_interface_errors_name_the_problem(edit, message):
 
 
 def test_over_budget_is_refused_with_bytes_and_a_plan_that_fits():
-    results = {r["id"]: r for r in grade(EX, "harden", ex_wgsl.planted_bug("over_budget"))["checks"]}
+    results = {r["id"]: r for r in grade(EX, "harden", planted_bugs.planted_bug("over_budget"))["checks"]}
     need = tiling.bytes_needed(64, 64, 16, 16, 4)
-    assert need > ex_wgsl.STORAGE_LIMIT
+    assert need > sizing.STORAGE_LIMIT
     fit = tiling.plan(16, 4)
     msg = results["many-workgroups"]["message"]
     assert results["many-workgroups"]["status"] == "fail"
@@ -185,20 +190,18 @@ def wgpu_device():
         pytest.fail("wgpu-py with a Vulkan driver is required: %s" % err)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in
-                                       (ex_wgsl.pathlib.Path(__file__).resolve().parents[1]
-                                        / "wgsl" / "exercises").glob("*.wgsl")))
+@pytest.mark.parametrize("name", ["scratch_starter.wgsl", "scratch_solution.wgsl", "harden_starter.wgsl"])
 def test_every_exercise_shader_compiles_with_naga(wgpu_device, name):
     """Starters included: the learner's first run must not be a compile error. (Tint, the
     browser's compiler, is checked on the starters by the browser test.)"""
     from nlpcore.kernels import flash_wgpu
 
-    info = flash_wgpu.device().create_shader_module(code=text("exercises/" + name)).get_compilation_info()
+    info = flash_wgpu.device().create_shader_module(code=text(name)).get_compilation_info()
     assert not [m for m in info if getattr(m, "type", "error") == "error"], info
 
 
 def test_scratch_solution_passes(wgpu_device):
-    results = run_step("scratch", text("exercises/scratch_solution.wgsl"))
+    results = run_step("scratch", text("scratch_solution.wgsl"))
     assert set(results) == SCRATCH_GPU | PYTHON_CHECKS
     assert not failing(results), {k: r["message"] for k, r in results.items()}
     assert "max |Δ| o =" in results["one-tile"]["message"]
@@ -212,31 +215,31 @@ def test_harden_solution_passes(wgpu_device):
 
 
 def test_scratch_starter_fails_helpfully(wgpu_device):
-    results = run_step("scratch", text("exercises/scratch_starter.wgsl"))
+    results = run_step("scratch", text("scratch_starter.wgsl"))
     assert failing(results) == SCRATCH_GPU
     for cid in SCRATCH_GPU:
         assert "never uses k, v, o, lse" in results[cid]["message"]
     # Once it writes o, an o still all zeros says so.
-    source = text("exercises/scratch_starter.wgsl").replace(
+    source = text("scratch_starter.wgsl").replace(
         "  // TODO 6:", "  o[0] = 0.0 * lse[0] * k[0] * v[0];\n  // TODO 6:")
     results = run_step("scratch", source, only={"one-tile"})
     assert "left o all zeros" in results["one-tile"]["message"]
 
 
 def test_harden_starter_fails_what_it_does_not_handle(wgpu_device):
-    results = run_step("harden", text("exercises/harden_starter.wgsl"))
+    results = run_step("harden", text("harden_starter.wgsl"))
     assert failing(results) == {"ragged", "nq-ne-nk", "causal", "key-padding", "masked-rows"}
 
 
 def test_missing_ragged_guard_fails_the_ragged_checks(wgpu_device):
-    results = run_step("harden", ex_wgsl.planted_bug("no_ragged_guard"))
+    results = run_step("harden", planted_bugs.planted_bug("no_ragged_guard"))
     assert failing(results) == {"ragged", "nq-ne-nk"}
     assert "max |Δ|" not in results["ragged"]["message"]
     assert results["ragged"]["max_abs_err"] > 1e-3
 
 
 def test_division_by_l_gives_nan_in_fully_masked_rows(wgpu_device):
-    results = run_step("harden", ex_wgsl.planted_bug("nan_masked_rows"))
+    results = run_step("harden", planted_bugs.planted_bug("nan_masked_rows"))
     assert failing(results) == {"masked-rows"}
     assert "NaN" in results["masked-rows"]["message"]
 
@@ -244,7 +247,7 @@ def test_division_by_l_gives_nan_in_fully_masked_rows(wgpu_device):
 def test_missing_barrier_fails(wgpu_device):
     """Without the barrier after staging K_j, V_j, invocations read keys others have not
     stored yet (on lavapipe, as on any GPU that runs a workgroup in several groups of lanes)."""
-    results = run_step("scratch", ex_wgsl.planted_bug("missing_barrier"),
+    results = run_step("scratch", planted_bugs.planted_bug("missing_barrier"),
                        only={"many-tiles", "interface"})
     assert results["interface"]["status"] == "pass"
     assert results["many-tiles"]["status"] == "fail"
@@ -252,7 +255,7 @@ def test_missing_barrier_fails(wgpu_device):
 
 
 def test_jobs_bind_only_what_the_shader_uses():
-    out = grade(EX, "scratch", text("exercises/scratch_solution.wgsl"))
+    out = grade(EX, "scratch", text("scratch_solution.wgsl"))
     job = next(c["job"] for c in out["checks"] if c["id"] == "one-tile")
     assert [b["name"] for b in job["bindings"]] == ["params", "q", "k", "v", "o", "lse"]
     out = grade(EX, "harden", text("flash_fwd.wgsl"))

@@ -2,7 +2,9 @@
 matrix computed live."""
 from __future__ import annotations
 
-from nlpcore.lab import mutants as mu
+from nlpcore.lab.exercises import module
+
+mu = module("break-it", "mutants")
 
 
 def test_each_mutant_changes_exactly_one_line():

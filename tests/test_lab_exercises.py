@@ -309,3 +309,16 @@ def test_ring_graders_survive_learner_code_raising_anything():
             result = lab.grade("ring", step.id, code)
             assert not result["passed"]
             assert all(c["status"] in ("fail", "error", "pass") for c in result["checks"])
+
+
+def test_ring_predict_code_states_the_graders_setting():
+    """The statement is stamped from the grader's constants; the code cells type them once more."""
+    from nlpcore.lab.exercises import module
+
+    grader = module("ring", "exercise")
+    want = (grader.PREDICT_N, grader.PREDICT_D, grader.PREDICT_P, grader.PREDICT_BYTES)
+    step = lab.exercise("ring").step("predict")
+    for code in (step.solution, step.starter):
+        ns = {}
+        exec(compile(code, "predict", "exec"), ns)
+        assert (ns["N"], ns["d"], ns["P"], ns["BYTES"]) == want

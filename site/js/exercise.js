@@ -24,6 +24,7 @@ import {loadProgress, markStep, isDone, onProgressChange} from "./progress.js";
 import {renderMath} from "./katex-render.js";
 import {renderMarkdown} from "./md.js";
 import {createEditor} from "./editor.js";
+import {el} from "./dom.js";
 
 export const TIME_LIMIT_MS = 10000;
 const DRAFTS_KEY = "fa-lab-drafts-v1";
@@ -53,18 +54,6 @@ registerCheckRunner("webgpu", async (job) => {
   const {outputs} = await gpuModule.runSpec(gpu, job);
   return outputs;
 });
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === null || value === undefined) continue;
-    if (key === "text") node.textContent = value;
-    else if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);
-  return node;
-}
 
 function notice(id, text) {
   const box = $(id);

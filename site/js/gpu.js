@@ -18,6 +18,12 @@
  *
  *   const gpu = await openGpu();            // throws GpuUnavailable with a stated reason
  *   const {outputs, gpuMs} = await runSpec(gpu, spec);   // outputs: {name: Uint8Array}
+ *
+ * The pieces runSpec is made of, for a caller that dispatches one spec many times (js/bench.js):
+ *   openGpu({timestamps: true})             // also asks for "timestamp-query" when offered
+ *   const prepared = await prepareSpec(gpu, spec, {explicitLayout})
+ *   encodeSpec(encoder, prepared, passDescriptor);  const collect = await copyOutputs(gpu, prepared)
+ *   release(prepared)
  */
 
 export class GpuUnavailable extends Error {
@@ -44,8 +50,10 @@ function adapterName(info) {
   return parts.join(" ") || "unknown adapter";
 }
 
-/* Adapter + device with default limits, or GpuUnavailable saying why not. */
-export async function openGpu() {
+/* Adapter + device with default limits, or GpuUnavailable saying why not. With
+ * `timestamps`, the device also has the "timestamp-query" feature when the adapter offers it
+ * (gpu.timestamps says whether it does). */
+export async function openGpu({timestamps = false} = {}) {
   if (!("gpu" in navigator) || !navigator.gpu) {
     throw new GpuUnavailable(
         "this browser does not expose WebGPU (navigator.gpu is missing): use a recent Chrome, " +
@@ -65,13 +73,15 @@ export async function openGpu() {
   if (!info && typeof adapter.requestAdapterInfo === "function") {
     info = await adapter.requestAdapterInfo();
   }
+  const withTimestamps = timestamps && adapter.features.has("timestamp-query");
   let device;
   try {
-    device = await adapter.requestDevice();  // default limits on purpose
+    // default limits on purpose
+    device = await adapter.requestDevice({requiredFeatures: withTimestamps ? ["timestamp-query"] : []});
   } catch (error) {
     throw new GpuUnavailable(`requesting a WebGPU device failed: ${error.message}`);
   }
-  const gpu = {adapter, device, info, name: adapterName(info), lost: null,
+  const gpu = {adapter, device, info, name: adapterName(info), lost: null, timestamps: withTimestamps,
                limits: {maxComputeWorkgroupStorageSize: device.limits.maxComputeWorkgroupStorageSize,
                         maxComputeInvocationsPerWorkgroup: device.limits.maxComputeInvocationsPerWorkgroup}};
   device.lost.then((event) => { gpu.lost = event.message || event.reason || "device lost"; });
@@ -153,90 +163,154 @@ function explicitLayout(device, spec) {
           pipelineLayout: device.createPipelineLayout({bindGroupLayouts: [bindGroupLayout]})};
 }
 
-/* Buffers are 4-byte multiples and never empty (a zero-size binding is invalid). */
+/* Buffers are 16-byte multiples and never empty (a zero-size binding is invalid). */
 const paddedSize = (size) => Math.max(16, Math.ceil(size / 16) * 16);
 
-/* Runs the spec once; resolves to {outputs: {name: Uint8Array}, gpuMs}. */
-export async function runSpec(gpu, spec) {
+/* The compute pipelines of a spec (one per pass), from the per-device cache. With
+ * `explicitLayout` (or several passes) the bind group layout holds every binding of the spec;
+ * otherwise it is the "auto" layout of the single entry point. */
+async function pipelinesFor(device, spec, passes, explicit) {
+  if (!pipelineCache.has(device)) pipelineCache.set(device, new Map());
+  const pipelines = pipelineCache.get(device);
+  const layoutTypes = explicit ? spec.bindings.map((b) => [b.binding, b.type]) : "auto";
+  const keys = passes.map((p) => pipelineKey(spec, p.entry, layoutTypes));
+  const module = keys.every((k) => pipelines.has(k)) ? null : await compile(device, spec);
+  const layout = explicit ? explicitLayout(device, spec) : null;
+  const passPipelines = [];
+  for (let i = 0; i < passes.length; i += 1) {
+    let pipeline = pipelines.get(keys[i]);
+    if (!pipeline) {
+      try {
+        pipeline = await device.createComputePipelineAsync({
+          layout: explicit ? layout.pipelineLayout : "auto",
+          compute: {module, entryPoint: passes[i].entry, constants: spec.constants || {}},
+        });
+      } catch (error) {
+        throw new Error(`creating the compute pipeline failed: ${error.message}`);
+      }
+      if (pipelines.size >= MAX_PIPELINES) pipelines.clear();
+      pipelines.set(keys[i], pipeline);
+    }
+    passPipelines.push(pipeline);
+  }
+  return {passPipelines, bindGroupLayout: explicit ? layout.bindGroupLayout : passPipelines[0].getBindGroupLayout(0)};
+}
+
+/* Everything a spec needs on the device, made once: pipelines, buffers (inputs written), the
+ * bind group. Resolves to a *prepared spec* for encodeSpec / readOutputs / release; errors are
+ * thrown as Errors that name the WebGPU validation or out-of-memory problem.
+ *   options.explicitLayout: bind every binding even if an entry point does not use it. */
+export async function prepareSpec(gpu, spec, {explicitLayout = false} = {}) {
   checkSpec(spec);
   if (gpu.lost) throw new Error(`the WebGPU device was lost: ${gpu.lost}`);
   const {device} = gpu;
-  if (!pipelineCache.has(device)) pipelineCache.set(device, new Map());
-  const pipelines = pipelineCache.get(device);
   const multiPass = Array.isArray(spec.passes);
   const passes = multiPass ? spec.passes : [{entry: spec.entry || "main", workgroups: spec.workgroups}];
-  const layoutTypes = multiPass ? spec.bindings.map((b) => [b.binding, b.type]) : "auto";
-  const keys = passes.map((p) => pipelineKey(spec, p.entry, layoutTypes));
-  const module = keys.every((k) => pipelines.has(k)) ? null : await compile(device, spec);
-
   device.pushErrorScope("validation");
   device.pushErrorScope("out-of-memory");
-  const created = [];
+  const prepared = {spec, passes, pipelines: [], buffers: [], bindGroup: null};
+  let failure = null;
   try {
-    const layout = multiPass ? explicitLayout(device, spec) : null;
-    const passPipelines = [];
-    for (let i = 0; i < passes.length; i += 1) {
-      let pipeline = pipelines.get(keys[i]);
-      if (!pipeline) {
-        try {
-          pipeline = await device.createComputePipelineAsync({
-            layout: multiPass ? layout.pipelineLayout : "auto",
-            compute: {module, entryPoint: passes[i].entry, constants: spec.constants || {}},
-          });
-        } catch (error) {
-          throw new Error(`creating the compute pipeline failed: ${error.message}`);
-        }
-        if (pipelines.size >= MAX_PIPELINES) pipelines.clear();
-        pipelines.set(keys[i], pipeline);
-      }
-      passPipelines.push(pipeline);
-    }
+    const {passPipelines, bindGroupLayout} = await pipelinesFor(device, spec, passes, multiPass || explicitLayout);
+    prepared.pipelines = passPipelines;
     const entries = [];
-    const readbacks = [];
     for (const b of spec.bindings) {
       const size = paddedSize(b.size);
       const buffer = device.createBuffer({label: b.name, size, usage: BUFFER_USAGE[b.type]()});
-      created.push(buffer);
+      prepared.buffers.push({binding: b, buffer, size});
       if (b.data && b.data.byteLength) {
         const data = new Uint8Array(Math.ceil(b.data.byteLength / 4) * 4);
         data.set(b.data);
         device.queue.writeBuffer(buffer, 0, data);
       }
       entries.push({binding: b.binding, resource: {buffer, size}});
-      if (b.output) {
-        const staging = device.createBuffer({label: `${b.name} readback`, size,
-                                             usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
-        created.push(staging);
-        readbacks.push({binding: b, buffer, staging, size});
-      }
     }
-    const bindGroup = device.createBindGroup(
-        {layout: multiPass ? layout.bindGroupLayout : passPipelines[0].getBindGroupLayout(0), entries});
+    prepared.bindGroup = device.createBindGroup({layout: bindGroupLayout, entries});
+  } catch (error) {
+    failure = error;
+  }
+  const oom = await device.popErrorScope();
+  const invalid = await device.popErrorScope();
+  const problem = invalid || oom;
+  if (failure || problem) {
+    release(prepared);
+    throw failure || new Error(`WebGPU ${invalid ? "validation" : "out-of-memory"} error: ${problem.message}`);
+  }
+  return prepared;
+}
+
+/* Records the spec's passes, in order, into one compute pass of `encoder`. */
+export function encodeSpec(encoder, prepared, passDescriptor = {}) {
+  const pass = encoder.beginComputePass(passDescriptor);
+  prepared.passes.forEach((p, i) => {
+    pass.setPipeline(prepared.pipelines[i]);
+    pass.setBindGroup(0, prepared.bindGroup);
+    pass.dispatchWorkgroups(...p.workgroups);
+  });
+  pass.end();
+}
+
+/* Adds copies of the output bindings to `encoder` (or, without one, submits its own copy) and
+ * returns `collect`, an async function to call once the work is submitted: it maps the copies
+ * and resolves to {name: Uint8Array} (each binding's spec size). */
+export async function copyOutputs(gpu, prepared, encoder = null) {
+  const {device} = gpu;
+  const own = encoder === null;
+  const commands = own ? device.createCommandEncoder() : encoder;
+  const readbacks = [];
+  for (const r of prepared.buffers) {
+    if (!r.binding.output) continue;
+    const staging = device.createBuffer({label: `${r.binding.name} readback`, size: r.size,
+                                         usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
+    commands.copyBufferToBuffer(r.buffer, 0, staging, 0, r.size);
+    readbacks.push({binding: r.binding, staging});
+  }
+  if (own) device.queue.submit([commands.finish()]);
+  return async () => {
+    const outputs = {};
+    try {
+      for (const r of readbacks) {
+        await r.staging.mapAsync(GPUMapMode.READ);
+        outputs[r.binding.name] = new Uint8Array(r.staging.getMappedRange().slice(0, r.binding.size));
+        r.staging.unmap();
+      }
+    } finally {
+      for (const r of readbacks) r.staging.destroy();
+    }
+    return outputs;
+  };
+}
+
+/* Frees the buffers of a prepared spec (pipelines stay cached). */
+export function release(prepared) {
+  for (const {buffer} of prepared.buffers) buffer.destroy();
+  prepared.buffers = [];
+}
+
+/* Runs the spec once; resolves to {outputs: {name: Uint8Array}, gpuMs}. */
+export async function runSpec(gpu, spec) {
+  const prepared = await prepareSpec(gpu, spec);
+  const {device} = gpu;
+  device.pushErrorScope("validation");
+  device.pushErrorScope("out-of-memory");
+  let result = null;
+  let failure = null;
+  try {
     const encoder = device.createCommandEncoder();
-    const pass = encoder.beginComputePass();
-    passes.forEach((p, i) => {
-      pass.setPipeline(passPipelines[i]);
-      pass.setBindGroup(0, bindGroup);
-      pass.dispatchWorkgroups(...p.workgroups);
-    });
-    pass.end();
-    for (const r of readbacks) encoder.copyBufferToBuffer(r.buffer, 0, r.staging, 0, r.size);
+    encodeSpec(encoder, prepared);
+    const collect = await copyOutputs(gpu, prepared, encoder);
     const started = performance.now();
     device.queue.submit([encoder.finish()]);
-
-    const outputs = {};
-    for (const r of readbacks) {
-      await r.staging.mapAsync(GPUMapMode.READ);
-      outputs[r.binding.name] = new Uint8Array(r.staging.getMappedRange().slice(0, r.binding.size));
-      r.staging.unmap();
-    }
-    const gpuMs = performance.now() - started;
-    return {outputs, gpuMs};
-  } finally {
-    const oom = await device.popErrorScope();
-    const invalid = await device.popErrorScope();
-    for (const buffer of created) buffer.destroy();
-    const problem = invalid || oom;
-    if (problem) throw new Error(`WebGPU ${invalid ? "validation" : "out-of-memory"} error: ${problem.message}`);
+    const outputs = await collect();
+    result = {outputs, gpuMs: performance.now() - started};
+  } catch (error) {
+    failure = error;
   }
+  const oom = await device.popErrorScope();
+  const invalid = await device.popErrorScope();
+  release(prepared);
+  const problem = invalid || oom;
+  if (problem) throw new Error(`WebGPU ${invalid ? "validation" : "out-of-memory"} error: ${problem.message}`);
+  if (failure) throw failure;
+  return result;
 }

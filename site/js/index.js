@@ -4,6 +4,7 @@
 
 import { loadProgress, resetProgress, doneSteps, onProgressChange } from "./progress.js";
 import { renderMath } from "./katex-render.js";
+import { el } from "./dom.js";
 
 // Used when data/exercises.json (exported by the exercises work at build time) is absent.
 const FALLBACK_EXERCISES = [
@@ -125,16 +126,6 @@ async function loadExercises(files) {
   } catch (err) {
     return builtIn;
   }
-}
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v);
-  }
-  for (const c of children) node.append(c);
-  return node;
 }
 
 // Steps of one exercise: the exercise's own step ids when known, else its ladder.

@@ -3,7 +3,9 @@
  * The steps come from data/exercises.json ("lab", exported from nlpcore.lab.guided). Each ends
  * in a question; the answer is checked in Python (runtime.call("exercises.lab_check",
  * {step, answer, observed})), where `observed` is the detail of the last `lab:compared` event
- * that js/lab.js dispatches after every comparison run. A passed step is saved with
+ * that js/lab.js dispatches after every comparison run (js/lab.js mounts the steps with
+ * mountGuidedSteps(lastComparison), handing over the comparison it already has, so this module
+ * never imports lab.js back). A passed step is saved with
  * progress.js under area "lab" (with the answer), so index.html counts it.
  *
  * Hooks: [data-testid=lab-step][data-step=<id>] carries data-status todo|pass|fail;
@@ -13,6 +15,7 @@
 import {getRuntime} from "./runtime.js";
 import {isDone, markStep} from "./progress.js";
 import {renderMarkdown} from "./md.js";
+import {el} from "./dom.js";
 
 const CHECK_TIMEOUT_MS = 20000;
 let observed = null;
@@ -20,18 +23,6 @@ let observed = null;
 document.addEventListener("lab:compared", (event) => {
   observed = event.detail || null;
 });
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === null || value === undefined) continue;
-    if (key === "text") node.textContent = value;
-    else if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);
-  return node;
-}
 
 function ensureStylesheet() {
   if (document.querySelector('link[href$="css/exercise.css"]')) return;
@@ -110,7 +101,8 @@ function renderStep(item, runtime) {
   return li;
 }
 
-async function main() {
+/* Builds the steps; `lastComparison()` gives the latest comparison detail (or null). */
+export async function mountGuidedSteps(lastComparison = () => null) {
   const section = document.getElementById("guided-steps");
   if (!section) return;
   ensureStylesheet();
@@ -131,16 +123,9 @@ async function main() {
         `The guided steps are unavailable: data/exercises.json could not be loaded (${error.message}).`}));
     return;
   }
-  try {
-    const lab = await import("./lab.js");
-    if (!observed && typeof lab.lastComparison === "function") observed = lab.lastComparison() || null;
-  } catch (error) {
-    /* lab.js absent: steps that need a comparison say so when checked */
-  }
+  if (!observed) observed = lastComparison() || null;
   const runtime = getRuntime();
   const list = el("ol", {class: "lab-steps"});
   for (const item of steps) list.append(renderStep(item, runtime));
   section.append(list);
 }
-
-main();

@@ -265,7 +265,10 @@ async function loadGuidedSteps() {
   try {
     const response = await fetch(new URL("../manifest.json", import.meta.url));
     const manifest = await response.json();
-    if (manifest.files["js/lab-steps.js"]) await import("./lab-steps.js");
+    if (manifest.files["js/lab-steps.js"]) {
+      const steps = await import("./lab-steps.js");
+      await steps.mountGuidedSteps(lastComparison);
+    }
   } catch (error) {
     console.warn(`guided steps unavailable: ${error.message}`);
   }

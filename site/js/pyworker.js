@@ -38,6 +38,8 @@ function progress(next, message) {
 
 // ---- plain data <-> tagged JSON ------------------------------------------------------------
 
+// The page modules share js/dom.js's base64 helpers; this is a classic worker (it loads Pyodide
+// with importScripts), which cannot import an ES module, so it keeps its own two.
 function bytesToBase64(bytes) {
   let binary = "";
   const chunk = 0x8000;

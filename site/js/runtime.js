@@ -3,7 +3,7 @@
  *   const rt = getRuntime();
  *   rt.onProgress(({stage, message}) => ...);   // runtime | numpy | nlpcore | ready | error
  *   await rt.ready;                              // rejects with a stated reason on boot failure
- *   const out = await rt.call("lab.run", {n: 64, d: 32}, {timeoutMs: 60000});
+ *   const out = await rt.call("lab.prepare", {n: 64, d: 32}, {timeoutMs: 60000});
  *
  * call() sends {id, name, payload}; the worker replies {id, result} or {id, error}. A call that
  * outlives its time limit terminates the worker (Python cannot be interrupted otherwise),

@@ -2,7 +2,7 @@
  *
  * Loaded by exercise.js because the exercise names it in extra.js_modules. It
  *   - gives the editor WGSL highlighting (a CodeMirror 5 simple mode, vendor/codemirror/addon/mode);
- *   - registers the check runner "webgpu": a job is a dispatch spec from nlpcore.lab.ex_wgsl with
+ *   - registers the check runner "webgpu": a job is a dispatch spec from nlpcore.lab.exercises.wgsl with
  *     the learner's shader inline (`code`). The runner compiles it with createShaderModule +
  *     getCompilationInfo (messages listed with line:col and marked in the editor), refuses a
  *     layout over the device's maxComputeWorkgroupStorageSize before any pipeline exists, runs the
@@ -11,29 +11,18 @@
  *     learner's plan (bytes per array against 16384), and the measured time of their kernel
  *     against the lab's reference shader (wgsl/flash_fwd.wgsl) on the same inputs and adapter.
  *
- * Python decides the plan and the bytes (nlpcore.lab.ex_wgsl reads the shader's override and
+ * Python decides the plan and the bytes (nlpcore.lab.exercises.wgsl reads the shader's override and
  * var<workgroup> declarations); this module only shows them. Hooks for tests: [data-testid=
  * wgsl-panel], gpu-status (data-state checking|ready|unavailable), tile-bytes (data-bytes),
  * compile-messages (data-state none|ok|error), timing (data-state idle|ready).
  */
 import {registerCheckRunner} from "./exercise.js";
 import {openGpu, runSpec} from "./gpu.js";
+import {el} from "./dom.js";
 
 const TIMING_REPEATS = 3;
 const GPU_TIME_LIMIT_MS = 30000;  // a shader that loops forever never finishes its dispatch
 const $ = (id) => document.getElementById(id);
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === null || value === undefined) continue;
-    if (key === "text") node.textContent = value;
-    else if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);
-  return node;
-}
 
 /* ---- editor: WGSL highlighting and compiler marks ------------------------------------------ */
 

@@ -1,7 +1,7 @@
 """Shared fixtures for the Playwright browser tests (headless Debian chromium with WebGPU).
 
     site_url      the built site (env LAB_DIST, default ./dist, built on demand if missing),
-                  served by build.py's server on a free 127.0.0.1 port; ends with "/"
+                  served by labtools.build's server on a free 127.0.0.1 port; ends with "/"
     page          a fresh Playwright page (its own context, so fresh localStorage) with
                   WebGPU on (SwiftShader); fails the test at teardown on any console error or
                   uncaught page error, and on any request that leaves the site's origin (such
@@ -21,41 +21,31 @@ Helpers:
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import pathlib
 import urllib.parse
 
 import pytest
 
+from labtools import build, chromium  # the repository root is on pytest's pythonpath
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-# Verified flags: SwiftShader gives a WebGPU adapter in headless Debian chromium.
-WEBGPU_ARGS = ["--no-sandbox", "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader",
-               "--disable-background-networking", "--disable-component-update"]
 NO_WEBGPU_SCRIPT = "delete Object.getPrototypeOf(navigator).gpu; delete navigator.gpu;"
 # Pyodide boots in 5-20 s on a 2-core machine; generous so that CI does not flake.
 BOOT_TIMEOUT_S = 120
-
-
-def _load_build_module():
-    spec = importlib.util.spec_from_file_location("lab_build", ROOT / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="session")
 def lab_dist() -> pathlib.Path:
     dist = pathlib.Path(os.environ.get("LAB_DIST", ROOT / "dist")).resolve()
     if not (dist / "manifest.json").is_file():
-        _load_build_module().build(dist)
+        build.build(dist)
     return dist
 
 
 @pytest.fixture(scope="session")
 def site_url(lab_dist):
-    server, url = _load_build_module().serve_in_thread(lab_dist)
+    server, url = build.serve_in_thread(lab_dist)
     yield url
     server.shutdown()
     server.server_close()
@@ -63,13 +53,12 @@ def site_url(lab_dist):
 
 @pytest.fixture(scope="session")
 def browser():
-    if not pathlib.Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup.sh (installs Debian's chromium)")
+    if chromium.missing():
+        pytest.fail(chromium.missing())
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=WEBGPU_ARGS)
+        browser = chromium.launch(playwright)
         yield browser
         browser.close()
 

@@ -10,7 +10,9 @@ that need no GPU.
 from __future__ import annotations
 
 from nlpcore.kernels import tiling
-from nlpcore.lab import ex_wgsl, exercise
+from nlpcore import shaders
+from nlpcore.lab import exercise
+from nlpcore.lab.exercises.wgsl import planted_bugs
 
 EX = exercise("wgsl")
 RESULTS_DONE = ("() => ['done', 'error'].includes("
@@ -72,7 +74,7 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     page.screenshot(path="/tmp/wgsl-exercise-harden.png", full_page=True)
 
     # A compile error: listed with its line and column, marked in the editor, checks in error.
-    solution = ex_wgsl.wgsl_text("flash_fwd.wgsl")
+    solution = shaders.text("flash_fwd.wgsl")
     lines = solution.split("\n")
     bad_line = next(i for i, line in enumerate(lines) if "let rows = min(BR" in line) + 1
     lines[bad_line - 1] = lines[bad_line - 1].replace("min(BR, params.n_q - q0)", "min(BR, n_rows_typo)")
@@ -88,7 +90,7 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     page.screenshot(path="/tmp/wgsl-exercise-compile-error.png", full_page=True)
 
     # A barrier in non-uniform control flow: Tint refuses to compile it (naga may not).
-    source = ex_wgsl.planted_bug("nonuniform_barrier")
+    source = planted_bugs.planted_bug("nonuniform_barrier")
     barrier_line = source.split("\n").index("      workgroupBarrier();  // only row owners wait: not allowed") + 1
     page.evaluate(SET_CODE, source)
     statuses = run_checks(page)
@@ -96,7 +98,7 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     assert page.locator(f"[data-testid=compile-messages] li[data-line='{barrier_line}']").count() >= 1
 
     # Over budget: refused before any pipeline, with the bytes needed and a plan that fits.
-    page.evaluate(SET_CODE, ex_wgsl.planted_bug("over_budget"))
+    page.evaluate(SET_CODE, planted_bugs.planted_bug("over_budget"))
     statuses = run_checks(page)
     assert statuses["budget"] == "fail" and statuses["ragged"] == "fail"
     need = tiling.bytes_needed(64, 64, 32, 32, 4)
@@ -107,7 +109,7 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
     page.screenshot(path="/tmp/wgsl-exercise-over-budget.png", full_page=True)
 
     # A planted bug: without the ragged-tile guard exactly the ragged cases fail.
-    page.evaluate(SET_CODE, ex_wgsl.planted_bug("no_ragged_guard"))
+    page.evaluate(SET_CODE, planted_bugs.planted_bug("no_ragged_guard"))
     statuses = run_checks(page)
     assert {k for k, v in statuses.items() if v != "pass"} == {"ragged", "nq-ne-nk"}, statuses
     assert "differs from the reference" in message(page, "ragged")

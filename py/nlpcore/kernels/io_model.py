@@ -63,6 +63,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
+from .. import hardware
 from ._checks import positive_int
 
 LOOP_ORDERS = ("kv_outer", "q_outer")
@@ -247,7 +248,7 @@ def flash_io(
 PAPER_FIGURE2 = {"standard_gb": 40.3, "flash_gb": 4.4, "standard_gflops": 66.6, "flash_gflops": 75.2}
 
 
-def figure2(sram_bytes: int = 192 * 1024, dtype_bytes: int = 2) -> dict:
+def figure2(sram_bytes: int = hardware.A100_SRAM_BYTES, dtype_bytes: int = hardware.FP16_BYTES) -> dict:
     """HBM reads + writes for the paper's Figure 2 (left), from the closed forms above.
 
     Setting (Dao et al. 2022, Fig. 2 left): GPT-2 medium attention, sequence length N = 1024,

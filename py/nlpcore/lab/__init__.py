@@ -4,40 +4,30 @@ Each exercise is defined here in Python -- title, tier, ladder of steps, time, s
 with KaTeX-ready TeX), starter code, checks, hints and a reference solution -- and graded here,
 in CPython for the tests and in Pyodide for the page (through ``nlpcore.web.exercises``).
 
-- :func:`exercise` / :func:`exercises` -- the registry (ids: online-softmax, backward, triton,
-  wgsl, break-it, ring; an id whose module is not present yet is simply not listed).
+- :func:`exercise` / :func:`exercises` -- the registry: one folder per exercise under
+  ``nlpcore/lab/exercises/`` (ids: online-softmax, backward, break-it, triton, wgsl, ring). The
+  function :func:`exercises` hides the package's name as an attribute of ``nlpcore.lab``;
+  import the package by its full name, ``nlpcore.lab.exercises``.
 - :func:`grade` -- grade one step of one exercise for a piece of learner code.
 - :func:`export_site_data` -- what build.py writes to dist/data/exercises.json.
 
-Adding an exercise: write ``nlpcore/lab/ex_<name>.py`` with ``build() -> Exercise`` and add its
-module name to ``EXERCISE_MODULES``. Checks that must run in the page (WebGPU) use
+Adding an exercise: add a folder ``nlpcore/lab/exercises/<id>/`` (statements, starters,
+solutions and checks together; see the README.md there). Checks that must run in the page (WebGPU) use
 ``Check(runner="webgpu", prepare=..., verify=...)``; see :mod:`nlpcore.lab.framework`.
 """
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import Dict, List
 
+from .exercises import discover as _discover
 from .framework import Exercise, grade as _grade, verify_js as _verify_js
-
-# id -> module under nlpcore.lab that defines build() -> Exercise, in the order pages list them.
-EXERCISE_MODULES = (
-    ("online-softmax", "ex_online_softmax"),
-    ("backward", "ex_backward"),
-    ("break-it", "ex_break_it"),
-    ("triton", "ex_triton"),
-    ("wgsl", "ex_wgsl"),
-    ("ring", "ex_ring"),
-)
 
 _cache: Dict[str, Exercise] = {}
 
 
 def _available():
-    for ex_id, module in EXERCISE_MODULES:
-        if importlib.util.find_spec(__name__ + "." + module) is not None:
-            yield ex_id, module
+    return _discover()
 
 
 def exercise(ex_id: str) -> Exercise:
@@ -47,7 +37,7 @@ def exercise(ex_id: str) -> Exercise:
     modules = dict(_available())
     if ex_id not in modules:
         raise ValueError("exercise must be one of %s, got %r" % (sorted(modules), ex_id))
-    ex = importlib.import_module(__name__ + "." + modules[ex_id]).build()
+    ex = importlib.import_module(modules[ex_id]).build()
     if ex.id != ex_id:
         raise RuntimeError("module %s builds exercise %r, not %r" % (modules[ex_id], ex.id, ex_id))
     _cache[ex_id] = ex

@@ -24,30 +24,114 @@ from __future__ import annotations
 
 import math
 import pathlib
+import re
 import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
-CODE_DIR = pathlib.Path(__file__).resolve().parent / "code"
+from .. import tolerances
 
 LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe", "Harden", "Break it", "Port", "Balance")
 LANGUAGES = ("python", "wgsl")  # what a step's learner code is written in
 
-# Tolerances per dtype of the computation being checked: |got - want| <= atol + rtol * |want|.
-# float16 checks use the flash-attention bar instead (see ``flash_bar``).
-TOLERANCES = {
-    "float64": {"atol": 1e-9, "rtol": 1e-7},
-    "float32": {"atol": 2e-5, "rtol": 2e-4},
-}
+# Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
+# |got - want| <= atol + rtol · |want| at each entry. float16 checks use the low-precision bar
+# instead (see ``flash_bar``).
+TOLERANCES = tolerances.GRADER
 
 
-def read_code(name: str) -> str:
-    """Text of py/nlpcore/lab/code/<name> (starters and reference solutions)."""
-    return (CODE_DIR / name).read_text(encoding="utf-8")
+class Folder:
+    """The files of one exercise folder (``nlpcore/lab/exercises/<id>/``): statements as
+    ``<step>.md``, starters and solutions as ``<step>_starter.<ext>`` / ``<step>_solution.<ext>``.
+    They ship inside the wheel, so CPython and Pyodide read the same files."""
+
+    def __init__(self, module_file: str):
+        self.path = pathlib.Path(module_file).resolve().parent
+
+    def text(self, name: str) -> str:
+        """Text of the file ``name`` in this folder; FileNotFoundError names the full path."""
+        path = self.path / name
+        if not path.is_file():
+            raise FileNotFoundError("exercise file %s is missing" % path)
+        return path.read_text(encoding="utf-8")
+
+    def statement(self, step_id: str, **values) -> str:
+        """The Markdown statement of a step (``<step>.md``), without surrounding blank lines, with
+        each ``{{name}}`` replaced by ``values[name]`` (numbers that come from code, e.g.
+        :mod:`nlpcore.hardware`); KeyError names a placeholder that has no value."""
+        text = self.text(step_id + ".md").strip()
+
+        def value(match):
+            if match.group(1) not in values:
+                raise KeyError("%s.md uses {{%s}}, which build() gives no value"
+                               % (step_id, match.group(1)))
+            return str(values[match.group(1)])
+        return re.sub(r"\{\{(\w+)\}\}", value, text)
+
+    def starter(self, step_id: str, ext: str = "py") -> str:
+        """The starter of a step: ``<step>_starter.<ext>`` when the folder has one, else the
+        solution with its marked regions replaced (:func:`starter_from_solution`)."""
+        if (self.path / ("%s_starter.%s" % (step_id, ext))).is_file():
+            return self.text("%s_starter.%s" % (step_id, ext))
+        return starter_from_solution(self.text("%s_solution.%s" % (step_id, ext)))
+
+    def solution(self, step_id: str, ext: str = "py") -> str:
+        """The reference solution of a step, with the starter markers removed."""
+        return solution_text(self.text("%s_solution.%s" % (step_id, ext)))
+
+
+# A solution file may mark the lines a starter leaves out. Between a line ending in
+# ``SOLUTION BEGIN`` and one ending in ``SOLUTION END`` (after the language's comment prefix,
+# ``#`` or ``//``), the solution's lines are kept in the solution and dropped from the starter;
+# lines ending in ``STARTER`` (``    # TODO: ...  STARTER``) inside the region appear in the starter
+# only, with the comment prefix and the marker removed. Nothing else differs.
+_BEGIN = re.compile(r"^\s*(?:#|//)\s*SOLUTION BEGIN\s*$")
+_END = re.compile(r"^\s*(?:#|//)\s*SOLUTION END\s*$")
+_STARTER = re.compile(r"^(\s*)(?:#|//) ?(.*?)\s*STARTER\s*$")
+
+
+def _regions(text: str):
+    """Yield (line, where) with where in {"both", "solution", "starter", "marker"}."""
+    inside = False
+    for number, line in enumerate(text.splitlines(True), 1):
+        if _BEGIN.match(line):
+            if inside:
+                raise ValueError("line %d: SOLUTION BEGIN inside a region" % number)
+            inside = True
+            yield line, "marker"
+        elif _END.match(line):
+            if not inside:
+                raise ValueError("line %d: SOLUTION END without SOLUTION BEGIN" % number)
+            inside = False
+            yield line, "marker"
+        elif inside and _STARTER.match(line):
+            yield line, "starter"
+        else:
+            yield line, "solution" if inside else "both"
+    if inside:
+        raise ValueError("a SOLUTION BEGIN region is not closed by SOLUTION END")
+
+
+def starter_from_solution(text: str) -> str:
+    """The starter a marked solution implies: solution-only lines dropped, STARTER lines kept
+    without their comment prefix and marker."""
+    out = []
+    for line, where in _regions(text):
+        if where == "both":
+            out.append(line)
+        elif where == "starter":
+            indent, body = _STARTER.match(line).groups()
+            out.append((indent + body).rstrip() + "\n")
+    return "".join(out)
+
+
+def solution_text(text: str) -> str:
+    """The solution with its markers and STARTER lines removed."""
+    return "".join(line for line, where in _regions(text) if where in ("both", "solution"))
 
 
 class CheckFailed(Exception):
@@ -143,7 +227,7 @@ class Step:
 class Exercise:
     id: str
     title: str
-    tier: str                               # "browser" or "gpu"
+    tier: str                               # "browser", "systems" (WebGPU) or "gpu" (local)
     minutes: int
     summary: str
     steps: Sequence[Step]
@@ -344,11 +428,8 @@ def assert_close(name: str, got, want, *, shapes: dict, dtype: str = "float32",
     Infinities must match exactly (a fully masked row's lse is -inf); NaN never passes.
     Returns max |Δ| over finite entries.
     """
-    tol = dict(TOLERANCES[dtype])
-    if atol is not None:
-        tol["atol"] = atol
-    if rtol is not None:
-        tol["rtol"] = rtol
+    tol = {"atol": TOLERANCES[dtype].atol if atol is None else atol,
+           "rtol": TOLERANCES[dtype].rtol if rtol is None else rtol}
     want = np.asarray(want, dtype=np.float64)
     got = expect_array(name, got, want.shape, shapes)
     if not np.issubdtype(got.dtype, np.number) and got.dtype != np.bool_:
@@ -394,9 +475,11 @@ def _num(x) -> str:
     return "%.7g" % x
 
 
-def flash_bar(name: str, got, want64, naive, *, shapes: dict, slack: float = 2.0,
-              floor: float = 1e-3, context: str = ""):
-    """The flash-attention test bar for low precision: err(got) <= slack·err(naive) + floor.
+def flash_bar(name: str, got, want64, naive, *, shapes: dict,
+              factor: float = tolerances.LOW_PRECISION_FACTOR, extra: float = 1e-3,
+              context: str = ""):
+    """The flash-attention test bar for low precision: err(got) <= factor·err(naive) + extra
+    (:func:`nlpcore.tolerances.low_precision_bound`).
 
     ``want64`` is a float64 reference; ``naive`` is the plain computation in the same low
     precision. Both errors are max |Δ| against ``want64``.
@@ -412,7 +495,7 @@ def flash_bar(name: str, got, want64, naive, *, shapes: dict, slack: float = 2.0
     finite = np.isfinite(want64)
     err = float(np.abs(np.where(finite, g - want64, 0.0)).max())
     base = float(np.abs(np.where(finite, np.asarray(naive, np.float64) - want64, 0.0)).max())
-    bound = slack * base + floor
+    bound = tolerances.low_precision_bound(base, extra, factor)
     if err > bound:
         delta = np.abs(np.where(finite, g - want64, 0.0))
         idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(delta)), delta.shape))
@@ -422,7 +505,7 @@ def flash_bar(name: str, got, want64, naive, *, shapes: dict, slack: float = 2.0
                                                                         want64[idx]),
                           got="%.6g" % g[idx],
                           tolerance="max|Δ| <= %g × %.3g (naive, same precision) + %g"
-                          % (slack, base, floor),
+                          % (factor, base, extra),
                           max_abs_err=err, where=list(idx), shapes=shapes)
     return err
 

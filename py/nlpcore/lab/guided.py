@@ -13,12 +13,13 @@ from typing import Optional
 
 import numpy as np
 
+from .. import hardware
 from ..kernels import io_model
 
 # The visualizer setting of the causal-skip step (visualizer.html?n=24&d=4&m=64&causal=1).
 VIZ_N, VIZ_D, VIZ_M = 24, 4, 64
 # The IO-model step.
-IO_N, IO_D, IO_M = 4096, 64, 98304
+IO_N, IO_D, IO_M = 4096, 64, hardware.A100_SRAM_FP16_ELEMENTS
 TILE_D = 32
 
 WHY_CHOICES = (

@@ -40,7 +40,7 @@ def call(name: str, payload: Optional[Dict[str, Any]] = None) -> Any:
     ``__all__``.
     """
     if not isinstance(name, str):
-        raise TypeError("name: expected a str like 'lab.run', got {}".format(type(name).__name__))
+        raise TypeError("name: expected a str like 'lab.prepare', got {}".format(type(name).__name__))
     match = _NAME.match(name)
     if match is None:
         raise ValueError("name: expected 'module.function' (lower-case identifiers), "

@@ -18,7 +18,10 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import guided, mutants
+from ..lab import guided
+from ..lab.exercises import module as _exercise_module
+
+mutants = _exercise_module("break-it", "mutants")  # the break-it exercise's kernels and suites
 
 __all__ = ["catalog", "grade", "verify", "kill_matrix", "lab_check"]
 

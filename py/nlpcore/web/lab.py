@@ -27,6 +27,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from .. import tolerances
 from ..kernels import flash_np, flash_wgsl_mirror, tiling
 
 __all__ = ["prepare", "compare", "limits"]
@@ -37,16 +38,10 @@ MAX_N = 1024
 MAX_D = 4096          # the tile plan rejects far smaller d; this only bounds the allocation
 MAX_HEADS = 4
 
-# Tolerances per pair of float32 results, applied to o and to lse separately:
-# max |delta| <= atol + rtol * max |reference| (over the rows that have an allowed key).
-# GPU vs mirror: the same algorithm, same tile plan, same order of operations; they differ only
-# by the GPU's exp() and fused multiply-adds, a few float32 ulps (the 1e-5 relative bar).
-# Against flash_np the tile sizes and the summation order differ, so rounding differs more.
-TOLERANCES = {
-    "gpu_vs_mirror": {"atol": 1e-5, "rtol": 1e-5},
-    "gpu_vs_flash_np": {"atol": 2e-5, "rtol": 2e-5},
-    "mirror_vs_flash_np": {"atol": 2e-5, "rtol": 2e-5},
-}
+# Tolerances per pair of float32 results (nlpcore.tolerances.PAGE, where each is explained),
+# applied to o and to lse separately: max |delta| <= atol + rtol * max |reference| (over the
+# rows that have an allowed key).
+TOLERANCES = {pair: {"atol": tol.atol, "rtol": tol.rtol} for pair, tol in tolerances.PAGE.items()}
 
 _last: Dict[str, Any] = {}   # {"key": args tuple, "inputs": ..., "results": ...}
 

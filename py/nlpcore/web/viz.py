@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .. import hardware
 from ..kernels import flash_np, io_model, online_softmax, reference
 
 __all__ = ["options", "plan", "trace", "run_episode_cell"]
@@ -40,18 +41,20 @@ MAX_D = 64  # the largest head dimension it runs
 MAX_TILES = 4096  # Tr·Tc above this is refused: the NumPy kernel in Pyodide would take > ~2 s
 STEP_LIMIT = 1500  # above this many events, steps are grouped per outer-loop iteration
 
-# The "run it" cells of the module page: name -> the largest sizes each accepts.
+# The "run it" cells of the module page: name -> the largest sizes each accepts. The page's
+# inputs show these same limits (build.py stamps them into index.html as {{cell.<name>.<key>}}).
 CELL_LIMITS = {
-    "exact": {"n": 512, "d": 128, "tiles": 16384},
-    "roofline": {"n": 16384, "d": 256, "tiles": 400000},
-    "tiling": {"n": 1024, "d": 128, "tiles": 16384},
-    "online": {"n": 4096},
+    "exact": {"n": 512, "d": 128, "sram": 65536, "tiles": 16384},
+    "roofline": {"n": 16384, "d": 256, "sram": 1048576, "tiles": 400000},
+    "tiling": {"n": 1024, "d": 128, "sram": 65536, "tiles": 16384},
+    "online": {"n": 4096, "scale": 100000},
 }
+MIN_SRAM = 16  # elements: the smallest M a cell accepts
 
-# A100 numbers the roofline cell uses (Dao et al. 2022, Sec. 2.1 and Fig. 1; fp16 tensor cores).
-A100_HBM_BYTES_PER_S = 1.5e12
-A100_FP16_FLOPS = 312e12
-FP16_BYTES = 2
+# A100 numbers the roofline cell uses (nlpcore.hardware: Dao et al. 2022, Sec. 2.1 and Fig. 1).
+A100_HBM_BYTES_PER_S = hardware.A100_HBM_BYTES_PER_S
+A100_FP16_FLOPS = hardware.A100_FP16_FLOPS
+FP16_BYTES = hardware.FP16_BYTES
 
 
 def _int(value: Any, name: str, lo: int, hi: int) -> int:
@@ -303,7 +306,7 @@ def _sizes_for_cell(name: str, params: dict) -> tuple:
     limits = CELL_LIMITS[name]
     n = _int(params.get("n", 64), "n", 1, limits["n"])
     d = _int(params.get("d", 16), "d", 1, limits["d"])
-    sram = _int(params.get("sram", 1024), "sram", 1, 1 << 24)
+    sram = _int(params.get("sram", 1024), "sram", MIN_SRAM, limits["sram"])
     br, bc = io_model.block_sizes(sram, d)
     tiles = -(-n // br) * -(-n // bc)
     if tiles > limits["tiles"]:
@@ -397,8 +400,9 @@ def _cell_online(params: dict) -> dict:
     n = _int(params.get("n", 37), "n", 1, CELL_LIMITS["online"]["n"])
     block = _int(params.get("block", 8), "block", 1, CELL_LIMITS["online"]["n"])
     scale = params.get("scale", 400)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 <= scale <= 1e5:
-        raise ValueError("scale must be a number between 0 and 100000, got {!r}".format(scale))
+    top = CELL_LIMITS["online"]["scale"]
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 <= scale <= top:
+        raise ValueError("scale must be a number between 0 and {}, got {!r}".format(top, scale))
     x = np.random.RandomState(2).standard_normal(n) * float(scale)  # (n,)
     streamed = online_softmax.online_softmax(x, block)
     shifted = np.exp(x - x.max())

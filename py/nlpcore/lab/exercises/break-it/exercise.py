@@ -1,0 +1,166 @@
+"""Exercise ``break-it``: predict a weak suite's kill matrix, then write tests that kill every
+mutant of a clean online-softmax kernel. The kernel, mutants and suites are in
+:mod:`mutants` beside this file; the kill matrix is computed live (in Pyodide on the page)."""
+from __future__ import annotations
+
+from nlpcore.lab.framework import Folder, CheckFailed, Check, Exercise, Step
+from . import mutants as mu
+
+HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
+
+# The Break-it starter is the weak suite itself (so the two can never differ), framed for the
+# learner: what a test receives, and where to add.
+_BREAK_STARTER = mu.WEAK_SUITE_SOURCE.replace(
+    "import numpy as np\n",
+    "import numpy as np\n\n"
+    "# Your test suite. Each test_* function receives a kernel `softmax(x, block)` and must pass\n"
+    "# on the clean kernel and fail (assert or raise) on as many mutants as possible.\n"
+    "# This starts as a copy of the weak suite: it kills only some of the five mutants.\n",
+    1,
+) + "\n\n# TODO: add tests so that every mutant is killed.\n"
+
+
+def _weak_matrix():
+    return mu.kill_matrix(mu.load_suite(mu.WEAK_SUITE_SOURCE))
+
+
+def _check_prediction_shape(ns):
+    pred = ns["prediction"]
+    weak = list(mu.load_suite(mu.WEAK_SUITE_SOURCE))
+    if not isinstance(pred, dict):
+        raise CheckFailed("prediction must be a dict {mutant: [test names]}",
+                          expected="dict", got=type(pred).__name__)
+    missing = [m for m in mu.MUTANTS if m not in pred]
+    unknown = [m for m in pred if m not in mu.MUTANTS]
+    if missing or unknown:
+        raise CheckFailed("prediction must have one entry per mutant",
+                          expected="keys %s" % ", ".join(mu.MUTANTS),
+                          got="missing %s; unknown %s" % (missing or "none", unknown or "none"))
+    for mid, tests in pred.items():
+        if not isinstance(tests, (list, tuple, set)):
+            raise CheckFailed("prediction[%r] must be a list of test names" % mid,
+                              got=type(tests).__name__)
+        bad = [t for t in tests if t not in weak]
+        if bad:
+            raise CheckFailed("prediction[%r] names tests that are not in the weak suite" % mid,
+                              expected="names among %s" % ", ".join(weak), got=", ".join(map(str, bad)))
+    return "a prediction for each of the 5 mutants"
+
+
+def _check_prediction(ns):
+    pred = ns["prediction"]
+    matrix = _weak_matrix()
+    live = mu.killers(matrix)
+    table = mu.matrix_table(matrix)
+    wrong = []
+    for mid, tests in live.items():
+        guess = sorted(set(pred.get(mid, ())))
+        if guess != sorted(tests):
+            wrong.append("%s: you said %s, it is %s" % (mid, guess or "none", sorted(tests) or "none"))
+    if wrong:
+        raise CheckFailed("%d of 5 rows of your prediction differ from the live kill matrix"
+                          % len(wrong), expected="; ".join("%s: %s" % (m, t or "none")
+                                                           for m, t in live.items()),
+                          got="; ".join(wrong), table=table)
+    survivors = [m for m, t in live.items() if not t]
+    return ("all 5 rows right. The weak suite lets %d mutants survive: %s"
+            % (len(survivors), ", ".join(survivors)))
+
+
+def _learner_tests(ns):
+    tests = mu.tests_in(ns)
+    if not tests:
+        raise CheckFailed("define at least one test: a function named test_... that takes "
+                          "the kernel `softmax`", expected="def test_something(softmax): ...",
+                          got="no test_* functions")
+    return tests
+
+
+def _check_clean(ns):
+    tests = _learner_tests(ns)
+    matrix = mu.kill_matrix(tests, mu.kernels())
+    failing = [(t, r) for t, r in matrix["clean"].items() if r != "pass"]
+    if failing:
+        raise CheckFailed("%d of your tests fail on the clean kernel: a test must accept "
+                          "correct code" % len(failing),
+                          expected="every test passes on the clean kernel",
+                          got="; ".join("%s: %s" % f for f in failing)[:400],
+                          table=mu.matrix_table(matrix))
+    return "%d tests, all pass on the clean kernel" % len(tests)
+
+
+def _check_kills(mutant_id):
+    def run(ns):
+        tests = _learner_tests(ns)
+        kmap = mu.kernels()
+        matrix = mu.kill_matrix(tests, {"clean": kmap["clean"], mutant_id: kmap[mutant_id]})
+        clean_fail = [t for t, r in matrix["clean"].items() if r != "pass"]
+        killers = [t for t, r in matrix[mutant_id].items()
+                   if r != "pass" and t not in clean_fail]
+        if not killers:
+            what, line, after = mu.MUTANTS[mutant_id]
+            raise CheckFailed("no test (that passes on the clean kernel) kills %s (the bug: %s, "
+                              "line %d)" % (mutant_id, what, line),
+                              expected="at least one test fails on the mutant",
+                              got="all %d tests pass on it" % len(tests))
+        return "killed by " + ", ".join(killers)
+    return run
+
+
+def report_break(ns) -> dict:
+    """The learner's full kill matrix, for the page to draw below the checks."""
+    return {"table": mu.matrix_table(mu.kill_matrix(mu.tests_in(ns)))}
+
+
+def build() -> Exercise:
+    kernel_panel = {"title": "The clean kernel", "code": mu.CLEAN_SOURCE, "language": "python"}
+    mutant_panel = {"title": "Five one-line mutants",
+                    "code": "\n".join("# %s: %s (line %d)\n-%s\n+%s\n"
+                                      % (m["id"], m["what"], m["line"], m["before"], m["after"])
+                                      for m in mu.mutant_lines()), "language": "diff"}
+    weak_panel = {"title": "The weak test suite", "code": mu.WEAK_SUITE_SOURCE,
+                  "language": "python"}
+    predict = Step(
+        id="predict", kind="Predict", title="Predict the kill matrix", minutes=20,
+        statement=HERE.statement("predict"),
+        starter=HERE.starter("predict"), solution=HERE.solution("predict"),
+        hints=(
+            "Subtracting any constant $c \\geq \\max x$ gives the same softmax in exact "
+            "arithmetic. A mutant that only changes *which* constant is subtracted is wrong "
+            "only when floating point underflows: $e^{-800} = 0$ in float64.",
+            "test_rows_sum_to_one uses $N = 30$ with blocks of 8; the other tests use "
+            "multiples of the block.",
+            "Which test has a row whose first block is all $-\\infty$? None.",
+        ),
+        required=("prediction",), record=("prediction",),
+        checks=(
+            Check("complete", "a prediction per mutant", _check_prediction_shape),
+            Check("matrix", "prediction = live kill matrix", _check_prediction),
+        ))
+    break_it = Step(
+        id="break", kind="Break it", title="Write tests that kill all five", minutes=30,
+        statement=HERE.statement("break"),
+        starter=_BREAK_STARTER, solution=HERE.solution("break"),
+        hints=(
+            "Compare against a plain softmax that subtracts the row max (and gives zeros for "
+            "an all -inf row).",
+            "Input whose max grows from block to block (e.g. `np.linspace`) kills "
+            "missing-rescale; N = 19 with block 8 kills dropped-tail.",
+            "Rows ≈ -900 kill zero-init-max; two rows 1000 apart kill global-max (e^{-1000} underflows to 0; e^{-500} does not); a row whose "
+            "first 8 entries are -inf kills unguarded-inf.",
+        ),
+        report=report_break,
+        checks=(Check("clean", "every test passes on the clean kernel", _check_clean),)
+        + tuple(Check("kills-" + mid, "kills " + mid, _check_kills(mid)) for mid in mu.MUTANTS),
+    )
+    return Exercise(
+        id="break-it", title="Break it: mutants and a kill matrix",
+        tier="browser", minutes=50,
+        summary=("Five one-line bugs in an online-softmax kernel and a weak test suite that "
+                 "misses some. Predict the kill matrix, then write tests that kill them all."),
+        steps=(predict, break_it),
+        sources=("Milakov & Gimelshein 2018, arXiv:1805.02867 (the kernel's online normaliser)",),
+        extra={"panels": [kernel_panel, mutant_panel, weak_panel],
+               "mutants": mu.mutant_lines(),
+               "weak_suite_misses": list(mu.WEAK_SUITE_MISSES),
+               "reports": {"break": "kill-matrix"}})

@@ -1,0 +1,205 @@
+"""Exercise ``triton`` (gpu tier: Port · Compose): port the NumPy tiles to a Triton kernel.
+
+The kernel itself needs PyTorch, Triton and (for speed) an NVIDIA GPU, so it is checked
+locally with ``python -m nlpcore.kernels.check_triton``. In the page we check what *can* run
+in a browser: a NumPy emulation of one Triton program (the exp2 online softmax, the masked
+ragged tail and the causal loop bounds of ``nlpcore.kernels.flash_triton``'s forward), and the
+launch grid and FLOP arithmetic used to read benchmark numbers.
+
+Sources: Dao 2023 FlashAttention-2 (arXiv:2307.08691): one program per query block, loop over
+keys, exp2 with the scale folded into log2(e); Triton's fused-attention tutorial.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from nlpcore.kernels import reference
+from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, assert_close, call_learner,
+                        expect_number, rng, shapes_of)
+
+HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
+
+LOG2E = 1.4426950408889634
+CHECK_COMMAND = "python -m nlpcore.kernels.check_triton my_flash.py"
+RESULTS_PATH = "bench/results/triton_h200.json"
+
+
+def expected_key_range(pid_m, block_m, block_n, n_k, causal):
+    m0 = pid_m * block_m
+    if causal:
+        return min(m0, n_k) // block_n * block_n, min(m0 + block_m, n_k)
+    return n_k // block_n * block_n, n_k
+
+
+KEY_RANGE_CASES = [(p, bm, bn, n, c) for (bm, bn, n) in ((16, 16, 50), (32, 16, 100), (64, 32, 64))
+                   for c in (False, True) for p in range(-(-n // bm))]
+
+
+def _check_key_range(ns):
+    for pid_m, bm, bn, n_k, causal in KEY_RANGE_CASES:
+        want = expected_key_range(pid_m, bm, bn, n_k, causal)
+        got = ns["key_range"](pid_m, bm, bn, n_k, causal)
+        if not isinstance(got, (tuple, list)) or tuple(int(x) for x in got) != want:
+            raise CheckFailed("key_range(pid_m=%d, BLOCK_M=%d, BLOCK_N=%d, n_k=%d, causal=%s)"
+                              % (pid_m, bm, bn, n_k, causal),
+                              expected="(full_end, end) = %s" % (want,), got=repr(got)[:80])
+    return "%d programs: unmasked blocks and causal skipping as in the kernel" % len(KEY_RANGE_CASES)
+
+
+def _run_programs(ns, q, k, v, block_m, block_n, causal):
+    n_q, d = q.shape
+    qk_scale = (1.0 / math.sqrt(d)) * LOG2E
+    o = np.zeros((n_q, v.shape[1]), dtype=np.float64)
+    lse = np.zeros(n_q, dtype=np.float64)
+    for pid_m in range(-(-n_q // block_m)):
+        out = call_learner(ns["program"], q, k, v, pid_m, block_m, block_n, causal, qk_scale,
+                           shapes=shapes_of(q=q, k=k, v=v),
+                           context="program %d (BLOCK_M=%d, BLOCK_N=%d, causal=%s)"
+                           % (pid_m, block_m, block_n, causal))
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise CheckFailed("program must return (o, lse)", expected="(o, lse)",
+                              got=type(out).__name__)
+        ob = np.asarray(out[0], dtype=np.float64)
+        lb = np.asarray(out[1], dtype=np.float64)
+        if ob.shape != (block_m, v.shape[1]) or lb.shape != (block_m,):
+            raise CheckFailed("program %d returned the wrong shapes" % pid_m,
+                              expected="o (%d, %d), lse (%d,)" % (block_m, v.shape[1], block_m),
+                              got="o %s, lse %s" % (list(ob.shape), list(lb.shape)))
+        rows = min(block_m, n_q - pid_m * block_m)
+        o[pid_m * block_m: pid_m * block_m + rows] = ob[:rows]
+        lse[pid_m * block_m: pid_m * block_m + rows] = lb[:rows]
+    return o, lse
+
+
+def _program_case(label, n, d, block_m, block_n, causal, seed):
+    def run(ns):
+        r = rng(seed)
+        q, k, v = (r.randn(n, d).astype(np.float32) for _ in range(3))
+        want_o, want_lse = reference.forward(q.astype(np.float64), k.astype(np.float64),
+                                             v.astype(np.float64), causal=causal)
+        o, lse = _run_programs(ns, q, k, v, block_m, block_n, causal)
+        shapes = shapes_of(q=q, k=k, v=v)
+        ctx = "%s, BLOCK_M=%d, BLOCK_N=%d" % (label, block_m, block_n)
+        err = assert_close("o", o, want_o, shapes=shapes, dtype="float32", context=ctx)
+        err = max(err, assert_close("lse", lse, want_lse, shapes=shapes, dtype="float32",
+                                    context=ctx))
+        return "%s: all %d programs, max |Δ| = %.2g vs float64 reference" % (
+            label, -(-n // block_m), err)
+    return run
+
+
+def _check_grid(ns):
+    for b, h, n, bm in ((4, 16, 4096, 128), (1, 1, 50, 16), (2, 8, 1000, 64)):
+        got = ns["grid"](b, h, n, bm)
+        want = (-(-n // bm), b * h)
+        if not isinstance(got, (tuple, list)) or tuple(int(x) for x in got) != want:
+            raise CheckFailed("grid(batch=%d, heads=%d, n_q=%d, BLOCK_M=%d)" % (b, h, n, bm),
+                              expected=repr(want), got=repr(got)[:80])
+    return "(ceil(N / BLOCK_M), B·H) programs"
+
+
+def _want_flops(b, h, n, d, causal, backward):
+    return 4.0 * n * n * d * h * b * (0.5 if causal else 1.0) * (2.5 if backward else 1.0)
+
+
+def _check_flops(ns):
+    cases = [(4, 32, 4096, 64, False, False), (1, 16, 16384, 128, True, False),
+             (16, 32, 1024, 64, True, True), (4, 16, 4096, 128, False, True)]
+    for b, h, n, d, causal, bwd in cases:
+        want = _want_flops(b, h, n, d, causal, bwd)
+        got = expect_number("flops", ns["flops"](b, h, n, d, causal, backward=bwd))
+        if abs(got - want) > 1e-9 * want:
+            raise CheckFailed("flops(B=%d, H=%d, N=%d, d=%d, causal=%s, backward=%s)"
+                              % (b, h, n, d, causal, bwd), expected="%.6g" % want,
+                              got="%.6g" % got, tolerance="1e-9 relative")
+    return "4·N²·d·H·B, ½ when causal, ×2.5 backward"
+
+
+def _check_tflops(ns):
+    # 16k tokens per batch, hidden 2048, d = 128: B = 4, H = 16 at N = 4096.
+    got = expect_number("tflops", ns["tflops"](1.0, 4, 16, 4096, 128, False))
+    want = _want_flops(4, 16, 4096, 128, False, False) / 1e-3 / 1e12
+    if abs(got - want) > 1e-6 * want:
+        raise CheckFailed("tflops(ms=1.0, B=4, H=16, N=4096, d=128, causal=False)",
+                          expected="%.4g TFLOP/s" % want, got="%.4g" % got,
+                          tolerance="1e-6 relative")
+    return "1 ms for B=4, H=16, N=4096, d=128 is %.0f TFLOP/s" % want
+
+
+KERNEL_STARTER = "kernel_starter.py"  # the Triton kernel to complete, in this folder
+
+
+def _starter_panel() -> dict:
+    return {"title": "Starter kernel: nlpcore/lab/exercises/triton/" + KERNEL_STARTER,
+            "code": HERE.text(KERNEL_STARTER), "missing": None, "language": "python",
+            "download": "src/nlpcore/lab/exercises/triton/" + KERNEL_STARTER,
+            "steps": ["compose"]}
+
+
+LOCAL_CHECKS = (
+    Check("interpreter", "your kernel vs a float64 oracle, on the CPU", runner="local",
+          command="TRITON_INTERPRET=1 " + CHECK_COMMAND + " --device cpu",
+          explain="needs PyTorch and Triton, which do not run in a browser; Triton's "
+                  "interpreter runs the kernel on the CPU (small sizes, slow)"),
+    Check("gpu", "the same checks on an NVIDIA GPU", runner="local", command=CHECK_COMMAND,
+          explain="needs a CUDA GPU; same checks at larger sizes, fp16/bf16 held to the "
+                  "flash-attention bar (error ≤ 2× plain attention in the same precision)"),
+    Check("bench", "TFLOP/s against PyTorch SDPA's backends", runner="local",
+          command="PYTHONPATH=py python bench/triton_h200.py",
+          explain="needs the GPU; writes bench/results/triton_h200.json, which this page plots"),
+)
+
+
+def build() -> Exercise:
+    port = Step(
+        id="port", kind="Port", title="One Triton program, in NumPy", minutes=50,
+        statement=HERE.statement("port"),
+        starter=HERE.starter("port"), solution=HERE.solution("port"),
+        hints=(
+            "Causal: `end = min(m0 + BLOCK_M, n_k)`; `full_end = min(m0, n_k) // BLOCK_N * "
+            "BLOCK_N` (blocks entirely left of the diagonal need no mask). Non-causal: "
+            "`end = n_k`, `full_end = n_k // BLOCK_N * BLOCK_N`.",
+            "`m_new = max(m_i, rowmax(s))`, `p = exp2(s - m_new)`, `alpha = exp2(m_i - m_new)`, "
+            "then `l_i = l_i·alpha + rowsum(p)` and `acc = acc·alpha + p @ v`.",
+            "Every row's first key block contains key 0, which every row may attend, so "
+            "`m_new` is finite from the first block on: no -inf guard is needed here.",
+        ),
+        required=("key_range", "program"),
+        checks=(
+            Check("key-range", "loop bounds: unmasked blocks and causal skipping",
+                  _check_key_range),
+            Check("ragged", "ragged N = 50, d = 16",
+                  _program_case("N=50, d=16", 50, 16, 16, 16, False, seed=31)),
+            Check("causal", "causal, N = 70, d = 32",
+                  _program_case("causal N=70, d=32", 70, 32, 32, 16, True, seed=32)),
+            Check("wide", "BLOCK_N > BLOCK_M, causal, N = 45",
+                  _program_case("causal N=45, d=16", 45, 16, 16, 32, True, seed=33)),
+        ))
+    compose = Step(
+        id="compose", kind="Compose", title="Launch, check and measure", minutes=70,
+        statement=HERE.statement("compose"),
+        starter=HERE.starter("compose"), solution=HERE.solution("compose"),
+        hints=(
+            "`grid = (math.ceil(n_q / BLOCK_M), batch * heads)`.",
+            "`tflops = flops(...) / (ms · 1e-3) / 1e12`.",
+        ),
+        required=("grid", "flops", "tflops"),
+        checks=(
+            Check("grid", "launch grid", _check_grid),
+            Check("flops", "benchmark FLOP count", _check_flops),
+            Check("tflops", "TFLOP/s from a time", _check_tflops),
+        ) + LOCAL_CHECKS)
+    return Exercise(
+        id="triton", title="Port FlashAttention to Triton", tier="gpu", minutes=120,
+        summary=("Emulate one Triton program in NumPy here, then fill in the starter kernel, "
+                 "check it with the CPU interpreter or a GPU, and compare your TFLOP/s with "
+                 "PyTorch's SDPA backends."),
+        steps=(port, compose),
+        sources=("Dao 2023, FlashAttention-2, arXiv:2307.08691 (loop order, exp2, causal "
+                 "block skipping)",
+                 "Dao et al. 2022, FlashAttention, arXiv:2205.14135"),
+        extra={"panels": [_starter_panel()],
+               "check_command": CHECK_COMMAND,
+               "results": RESULTS_PATH})

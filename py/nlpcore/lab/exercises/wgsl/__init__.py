@@ -1,0 +1,10 @@
+"""Exercise ``wgsl``: Tiled attention as a WebGPU compute shader.
+
+The steps and checks are in ``exercise.py``; each step's statement is ``<step>.md`` and its
+code ``<step>_starter.*`` / ``<step>_solution.*`` beside it (see ../README.md).
+"""
+from .exercise import build
+
+ORDER = 5  # where the pages list this exercise
+
+__all__ = ["build", "ORDER"]

@@ -1,0 +1,183 @@
+"""The checks of both steps. GPU checks have two halves (see :mod:`nlpcore.lab.framework`):
+:meth:`GpuCase.prepare` fixes the plan, refuses a shader over the memory budget and returns a
+dispatch spec carrying the shader inline; the page runs it (``site/js/wgsl-exercise.js``) and
+:meth:`GpuCase.verify` compares what came back with the CPU mirror. The Python-only checks
+(interface, memory budget, the mirror with the learner's plan) run without WebGPU too.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import numpy as np
+
+from nlpcore.kernels import flash_wgsl_mirror as mirror
+from nlpcore.kernels import tiling
+from nlpcore import tolerances
+from nlpcore.lab.framework import Check, CheckFailed, assert_close, shapes_of
+
+from .cases import TIMING_CASES, Case, _host, _tile_plan, expected, reference64
+from .expressions import ShaderError
+from .interface import REQUIRED_USE, check_interface
+from .reader import ShaderInfo, parse_shader
+from .sizing import STORAGE_LIMIT, Layout, layout, refusal
+
+MAX_INVOCATIONS = tiling.WEBGPU_DEFAULT_INVOCATIONS
+# GPU vs mirror, both float32: the same sums, possibly added in another order.
+TOLERANCE = {"atol": tolerances.GRADER["float32"].atol, "rtol": tolerances.GRADER["float32"].rtol}
+
+
+
+def _source(ns) -> str:
+    source = ns.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise CheckFailed("the editor is empty: write a WGSL compute shader",
+                          expected="WGSL source", got=repr(source)[:40])
+    return source
+
+
+def _plan_for(ns, case: Case) -> Tuple[ShaderInfo, Layout]:
+    """The learner's interface and layout for this case; CheckFailed (a refusal) when the
+    interface is wrong or the workgroup arrays exceed the limit."""
+    info = parse_shader(_source(ns))
+    host = _host(case)
+    try:
+        check_interface(info)
+        lay = layout(info, host)
+    except ShaderError as err:
+        raise CheckFailed(str(err), expected="the interface of the starter shader")
+    if lay.bytes_used > STORAGE_LIMIT:
+        raise CheckFailed(refusal(lay, info, host), expected="<= %d bytes" % STORAGE_LIMIT,
+                          got="%d bytes" % lay.bytes_used, layout=dict(lay.as_dict(), case=case.id))
+    if lay.invocations > MAX_INVOCATIONS:
+        raise CheckFailed("refused: @workgroup_size gives %d invocations, over WebGPU's default "
+                          "maxComputeInvocationsPerWorkgroup of %d" % (lay.invocations, MAX_INVOCATIONS),
+                          expected="<= %d" % MAX_INVOCATIONS, got=str(lay.invocations))
+    return info, lay
+
+
+class GpuCase:
+    """prepare/verify of one GPU check (runner "webgpu")."""
+
+    def __init__(self, case: Case):
+        self.case = case
+
+    def spec(self, ns) -> dict:
+        info, lay = _plan_for(ns, self.case)
+        unused = [n for n in REQUIRED_USE if not info.uses(n)]
+        if unused:
+            raise CheckFailed("not run: your shader declares but never uses %s — the kernel must "
+                              "read params, q, k, v and write o and lse (see the TODOs)"
+                              % ", ".join(unused), expected="every binding in use",
+                              got="unused: " + ", ".join(unused))
+        br, bc = lay.env["BR"], lay.env["BC"]
+        q, k, v, mask, _, _ = expected(self.case, br, bc)
+        spec = mirror.dispatch_spec(q, k, v, causal=self.case.causal, mask=mask,
+                                    plan=_tile_plan(self.case, lay))
+        spec["shader"] = "your-shader.wgsl"
+        spec["code"] = ns["source"]
+        spec["constants"] = dict(lay.constants)
+        unbound = [b for b in spec["bindings"] if not info.uses(b["name"])]
+        spec["bindings"] = [b for b in spec["bindings"] if info.uses(b["name"])]
+        spec["meta"].update({
+            "case": self.case.id, "case_text": self.case.describe(br, bc),
+            "layout": lay.as_dict(),
+        })
+        if self.case.id in TIMING_CASES:  # the same inputs through the lab's reference shader
+            auto = tiling.plan(self.case.d, 4, dv=self.case.dv)
+            spec["meta"]["reference"] = {"shader": mirror.FLASH_SHADER,
+                                         "constants": auto.constants(),
+                                         "workgroups": [-(-q.shape[1] // auto.br), 1, q.shape[0]],
+                                         "br": auto.br, "bc": auto.bc,
+                                         "bindings": unbound}  # those the learner's shader lacks
+        return spec
+
+    def prepare(self, ns) -> dict:
+        return self.spec(ns)
+
+    def verify(self, ns, job, outputs) -> str:
+        spec = self.spec(ns)  # rebuilt from the case, not trusted from the page
+        br, bc = spec["meta"]["layout"]["br"], spec["meta"]["layout"]["bc"]
+        q, k, v, mask, o_want, lse_want = expected(self.case, br, bc)
+        missing = [n for n in ("o", "lse") if n not in (outputs or {})]
+        if missing:
+            raise CheckFailed("the page returned no %s buffer" % " or ".join(missing),
+                              expected="outputs o and lse", got=sorted(outputs or {}))
+        o, lse = mirror.decode_outputs(spec, outputs)
+        context = "%s [%s; BR=%d, BC=%d]" % (self.case.title, self.case.describe(br, bc), br, bc)
+        shapes = shapes_of(q=q, k=k, v=v, o=o_want)
+        if not np.any(o) and np.any(o_want):
+            raise CheckFailed("%s: your kernel left o all zeros — nothing was written back "
+                              "(TODO 6?)" % context, expected="o ≈ the mirror's output",
+                              got="all zeros", shapes=shapes, tolerance=_tol_text())
+        err_o = assert_close("o", o, o_want, shapes=shapes, context=context, **TOLERANCE)
+        err_lse = assert_close("lse", lse, lse_want, shapes=shapes, context=context, **TOLERANCE)
+        return ("max |Δ| o = %.2g, lse = %.2g vs the CPU mirror (tolerance %s) on %s; BR=%d, BC=%d"
+                % (err_o, err_lse, _tol_text(), self.case.describe(br, bc), br, bc))
+
+
+def _tol_text() -> str:
+    return "|Δ| <= %g + %g·|expected|, float32" % (TOLERANCE["atol"], TOLERANCE["rtol"])
+
+
+def gpu_check(case: Case) -> Check:
+    g = GpuCase(case)
+    return Check(case.id, case.title, runner="webgpu", prepare=g.prepare, verify=g.verify)
+
+
+# ------------------------------------------------------------------------------------------
+# Checks that run in Python alone (also without WebGPU)
+# ------------------------------------------------------------------------------------------
+
+def _check_interface(ns) -> str:
+    info = parse_shader(_source(ns))
+    try:
+        check_interface(info)
+    except ShaderError as err:
+        raise CheckFailed(str(err), expected="the interface of the starter shader")
+    plan = ", ".join("%s = %s" % (n, info.overrides[n] or "set by the host")
+                     for n in ("BR", "BC", "WG") if n in info.overrides)
+    return "bindings 0-6, overrides D, DV%s and @compute fn main (line %d) are in place" % (
+        (", " + plan) if plan else "", info.entry_line)
+
+
+def _budget(cases):
+    def run(ns) -> str:
+        worst = None
+        for case in cases:
+            _, lay = _plan_for(ns, case)
+            if worst is None or lay.bytes_used > worst[1].bytes_used:
+                worst = (case, lay)
+        case, lay = worst
+        return ("largest use %d of %d bytes (%s) on %s, BR=%d, BC=%d"
+                % (lay.bytes_used, STORAGE_LIMIT, ", ".join("%s %d" % (n, b) for n, b, _ in lay.arrays),
+                   case.describe(lay.env["BR"], lay.env["BC"]), lay.env["BR"], lay.env["BC"]))
+    return run
+
+
+def _mirror(cases):
+    def run(ns) -> str:
+        worst = 0.0
+        for case in cases:
+            _, lay = _plan_for(ns, case)
+            br, bc = lay.env["BR"], lay.env["BC"]
+            q, k, v, mask, o, lse = expected(case, br, bc)
+            o64, lse64 = reference64(case, br, bc)
+            shapes = shapes_of(q=q, k=k, v=v)
+            context = "mirror with BR=%d, BC=%d on %s" % (br, bc, case.describe(br, bc))
+            worst = max(worst, assert_close("o", o, o64, shapes=shapes, context=context),
+                        assert_close("lse", lse, lse64, shapes=shapes, context=context))
+        return ("the CPU mirror with your tile plan matches the float64 reference on all %d cases "
+                "(max |Δ| %.2g); these are the values the GPU checks compare against"
+                % (len(cases), worst))
+    return run
+
+
+def python_checks(cases) -> Tuple[Check, ...]:
+    return (
+        Check("interface", "Interface: bindings, overrides, entry point (runs without WebGPU)",
+              run=_check_interface),
+        Check("budget", "Workgroup memory fits 16384 bytes (runs without WebGPU)",
+              run=_budget(cases)),
+        Check("mirror", "Mirror only: the CPU mirror with your plan vs float64 (runs without WebGPU)",
+              run=_mirror(cases)),
+    )

@@ -1,0 +1,101 @@
+"""Reading a learner's shader: overrides, consts, bindings, workgroup arrays, entry point.
+
+A small WGSL subset, read with regular expressions after comments are blanked out (line numbers
+still match the editor). :func:`parse_shader` caches, since every check of one grading reads the
+same source.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+
+def _strip_comments(source: str) -> str:
+    """WGSL without // and /* */ comments; newlines kept so line numbers still match."""
+    def blank(match):
+        return re.sub(r"[^\n]", " ", match.group(0))
+    return re.sub(r"/\*.*?\*/|//[^\n]*", blank, source, flags=re.S)
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+@dataclass(frozen=True)
+class WorkgroupVar:
+    name: str
+    type: str
+    line: int
+
+
+@dataclass(frozen=True)
+class ShaderInfo:
+    """What the host reads from a learner's shader (comments stripped)."""
+    text: str                                   # the source without comments
+    overrides: Dict[str, Optional[str]]         # name -> default expression or None
+    consts: Dict[str, str]                      # module-scope const name -> expression
+    bindings: Dict[int, Tuple[str, str, int]]   # binding -> (name, address space text, line)
+    workgroup: Tuple[WorkgroupVar, ...]
+    workgroup_size: Optional[str]               # the @workgroup_size(...) of fn main
+    entry_line: Optional[int]
+    names: Dict[str, int]                       # identifier -> occurrences (not after a ".")
+
+    def uses(self, name: str) -> bool:
+        """Is ``name`` referenced anywhere besides its declaration? (How WebGPU decides which
+        bindings and workgroup variables an entry point uses, to a first approximation.)"""
+        return self.names.get(name, 0) > 1
+
+
+_parsed: Dict[str, ShaderInfo] = {}
+
+
+def parse_shader(source: str) -> ShaderInfo:
+    """Read a shader's interface (cached: every check of one grading reads the same source)."""
+    if not isinstance(source, str):
+        raise TypeError("source must be a str of WGSL, got %s" % type(source).__name__)
+    if source not in _parsed:
+        if len(_parsed) > 8:
+            _parsed.clear()
+        _parsed[source] = _parse(source)
+    return _parsed[source]
+
+
+def _parse(source: str) -> ShaderInfo:
+    if not isinstance(source, str):
+        raise TypeError("source must be a str of WGSL, got %s" % type(source).__name__)
+    text = _strip_comments(source)
+    overrides = {}
+    for m in re.finditer(r"\boverride\s+(\w+)\s*(?::\s*\w+)?\s*(?:=\s*([^;]+))?;", text):
+        overrides[m.group(1)] = m.group(2).strip() if m.group(2) else None
+    consts = {m.group(1): m.group(2).strip() for m in
+              re.finditer(r"\bconst\s+(\w+)\s*(?::\s*\w+)?\s*=\s*([^;]+);", text)}
+    bindings = {}
+    for m in re.finditer(r"((?:@\s*\w+\s*\([^)]*\)\s*)+)var\s*(?:<([^>]*)>)?\s*(\w+)\s*:", text):
+        attrs = dict(re.findall(r"@\s*(\w+)\s*\(\s*([^)]*?)\s*\)", m.group(1)))
+        if "binding" in attrs:
+            try:
+                index = int(attrs["binding"], 0)
+            except ValueError:
+                continue
+            if attrs.get("group", "0").strip() in ("0", "0u", "0i"):
+                bindings[index] = (m.group(3), (m.group(2) or "").replace(" ", ""),
+                                   _line_of(text, m.start(3)))
+    workgroup = []
+    for m in re.finditer(r"\bvar\s*<\s*workgroup\s*>\s*(\w+)\s*:\s*", text):
+        end = text.find(";", m.end())
+        workgroup.append(WorkgroupVar(m.group(1), text[m.end():end if end >= 0 else None].strip(),
+                                      _line_of(text, m.start())))
+    entry = re.search(r"\bfn\s+main\s*\(", text)
+    size = line = None
+    if entry is not None:
+        line = _line_of(text, entry.start())
+        before = text[max(text.rfind(";", 0, entry.start()), text.rfind("}", 0, entry.start())) + 1:
+                      entry.start()]
+        sm = re.search(r"@\s*workgroup_size\s*\(([^)]*)\)", before)
+        if "@compute" in before.replace(" ", "") and sm:
+            size = sm.group(1)
+    names: Dict[str, int] = {}
+    for name in re.findall(r"(?<![\w.])[A-Za-z_]\w*", text):
+        names[name] = names.get(name, 0) + 1
+    return ShaderInfo(text, overrides, consts, bindings, tuple(workgroup), size, line, names)

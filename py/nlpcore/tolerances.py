@@ -1,0 +1,120 @@
+"""How close is close enough: every tolerance of the lab in one place, one meaning per word.
+
+The words, as used everywhere in nlpcore, the tests and the benchmarks:
+
+``atol``
+    The absolute term, in the units of the compared values.
+``rtol``
+    The relative term: it multiplies a *scale*, the magnitude of the expected values. Each table
+    below states its scale: ``"entry"`` (``|expected|`` at each entry), ``"array"`` (``max
+    |expected|`` over the whole array) or ``"array, at least 1"``.
+``bound``
+    ``atol + rtol · scale``, what ``|got - expected|`` may not exceed (:meth:`Tol.bound`).
+``factor``
+    The low-precision bar's multiplier (Dao et al.'s test bar in flash-attention's
+    ``tests/test_flash_attn.py``): a float16/bfloat16 kernel's error against a float64 reference
+    may be at most ``factor`` times the error of the naive computation in the same low precision.
+``extra``
+    The low-precision bar's added term, so that a naive error of 0 does not demand an exact
+    kernel: ``bound = factor · naive error + extra`` (:func:`low_precision_bound`).
+
+The tables (one per use, one entry per dtype or per compared pair):
+
+- :data:`KERNEL` -- a kernel against the float64 reference, in the tests; scale "array, at
+  least 1". float16 is judged by the low-precision bar rather than by this entry, which only
+  bounds a float16 computation with float32 accumulation.
+- :data:`GRADER` -- learner code against the grader's reference (:mod:`nlpcore.lab.framework`);
+  scale "entry", looser, since learner code may add in another order.
+- :data:`PAGE` -- the lab page's pairs of float32 results (:mod:`nlpcore.web.lab`); scale
+  "array".
+- :data:`TRITON_FLOAT32` -- the Triton port in float32 against float64
+  (:mod:`nlpcore.kernels.check_triton`); scale "array".
+- :data:`BENCH_WEBGPU` -- a benchmark run counts as valid attention (bench/webgpu_attention.py):
+  float32 shader against float32 NumPy on unit-normal inputs; absolute only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple
+
+import numpy as np
+
+ENTRY, ARRAY, ARRAY_AT_LEAST_1 = "entry", "array", "array, at least 1"  # the scales rtol multiplies
+
+
+@dataclass(frozen=True)
+class Tol:
+    """``|got - expected| <= atol + rtol · scale``; ``scale`` names which magnitude rtol multiplies."""
+    atol: float
+    rtol: float
+    scale: str
+
+    def bound(self, magnitude: float) -> float:
+        """The bound for an expected magnitude (|expected| at an entry, or over the array)."""
+        return self.atol + self.rtol * magnitude
+
+    def as_dict(self) -> dict:
+        return {"atol": self.atol, "rtol": self.rtol, "scale": self.scale}
+
+
+# float32/float64 are the acceptance bars (1e-6 / 1e-12 relative to scale) of the kernels,
+# the float32 one with room for sums over a few hundred terms.
+KERNEL = {
+    "float64": Tol(atol=0.0, rtol=1e-12, scale=ARRAY_AT_LEAST_1),
+    "float32": Tol(atol=0.0, rtol=1e-6, scale=ARRAY_AT_LEAST_1),
+    "float16": Tol(atol=0.0, rtol=2e-3, scale=ARRAY_AT_LEAST_1),
+}
+
+GRADER = {
+    "float64": Tol(atol=1e-9, rtol=1e-7, scale=ENTRY),
+    "float32": Tol(atol=2e-5, rtol=2e-4, scale=ENTRY),
+}
+
+# GPU vs mirror: the same algorithm, tile plan and order of operations; they differ only by the
+# GPU's exp() and fused multiply-adds, a few float32 ulps (the lab's 1e-5 relative bar). Against
+# flash_np the tile sizes and the summation order differ, so rounding differs more.
+PAGE = {
+    "gpu_vs_mirror": Tol(atol=1e-5, rtol=1e-5, scale=ARRAY),
+    "gpu_vs_flash_np": Tol(atol=2e-5, rtol=2e-5, scale=ARRAY),
+    "mirror_vs_flash_np": Tol(atol=2e-5, rtol=2e-5, scale=ARRAY),
+}
+
+TRITON_FLOAT32 = {
+    "o": Tol(atol=1e-5, rtol=1e-5, scale=ARRAY),
+    "lse": Tol(atol=1e-5, rtol=1e-5, scale=ARRAY),
+    "grad": Tol(atol=1e-5, rtol=1e-4, scale=ARRAY),
+}
+
+BENCH_WEBGPU = Tol(atol=1e-4, rtol=0.0, scale=ARRAY)
+
+LOW_PRECISION_FACTOR = 2.0
+"""flash-attention's bar: at most twice the naive low-precision computation's error."""
+
+
+def low_precision_bound(naive_err: float, extra: float, factor: float = LOW_PRECISION_FACTOR) -> float:
+    """``factor · naive_err + extra``: the most a low-precision kernel may err against float64,
+    where ``naive_err`` is the naive computation's error in the same precision."""
+    return factor * float(naive_err) + float(extra)
+
+
+def magnitude(expected, scale: str) -> float:
+    """The magnitude rtol multiplies for an array scale: max |expected| over its finite entries
+    (and at least 1 for ``ARRAY_AT_LEAST_1``); 0 for an array with no finite entry."""
+    if scale not in (ARRAY, ARRAY_AT_LEAST_1):
+        raise ValueError("scale must be %r or %r for a whole array, got %r" % (ARRAY, ARRAY_AT_LEAST_1, scale))
+    want = np.asarray(expected, dtype=np.float64)
+    finite = want[np.isfinite(want)]
+    top = float(np.abs(finite).max()) if finite.size else 0.0
+    return max(1.0, top) if scale == ARRAY_AT_LEAST_1 else top
+
+
+def max_abs_diff(got, want) -> Tuple[float, tuple]:
+    """(max |got - want| over entries where both are finite, the index of it)."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    both = np.isfinite(got) & np.isfinite(want)
+    diff = np.zeros(np.broadcast(got, want).shape)
+    np.subtract(got, want, out=diff, where=both)
+    diff = np.abs(diff)
+    idx = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.size else ()
+    return (float(diff.max()) if diff.size else 0.0), idx
