@@ -268,13 +268,14 @@ exporter = getattr(lab, "export_site_data", None)
 values = {}
 try:
     from nlpcore import hardware
-    from nlpcore.web import viz
+    from nlpcore.web import gpubench, viz
 except ImportError as error:  # a tree without these modules (build.py's own tests)
     if not (error.name or "").startswith("nlpcore"):
         raise
 else:
     values = {"hardware." + name: value for name, value in hardware.as_dict().items()}
     values["cell.min_sram"] = viz.MIN_SRAM
+    values["gpubench.sizes"] = ",".join(str(n) for n in gpubench.SIZES)
     for cell, limits in viz.CELL_LIMITS.items():
         values.update({"cell.%s.%s" % (cell, name): value for name, value in limits.items()})
 with open(sys.argv[2], "w", encoding="utf-8") as f:  # a file: the exporter may print

@@ -22,6 +22,10 @@ A100_HBM_BYTES_PER_S = 1.5e12
 A100_FP16_FLOPS = 312e12
 """fp16 tensor-core arithmetic of an A100, FLOP per second."""
 
+H200_FP32_FLOPS = 67e12
+"""Dense float32 arithmetic of an H200 (SXM) on its CUDA cores, FLOP per second (NVIDIA's H200
+datasheet; the H100's figure): the ceiling for a WGSL shader, which has no tensor cores."""
+
 
 def as_dict() -> dict:
     """Every figure above by name, for the build to stamp into pages."""
@@ -31,4 +35,5 @@ def as_dict() -> dict:
             "a100_hbm_bytes_per_s": A100_HBM_BYTES_PER_S, "a100_fp16_flops": A100_FP16_FLOPS,
             "a100_hbm_tb_per_s": "%g" % (A100_HBM_BYTES_PER_S / 1e12),
             "a100_fp16_tflops": "%g" % (A100_FP16_FLOPS / 1e12),
-            "a100_ridge_flop_per_byte": "%.0f" % (A100_FP16_FLOPS / A100_HBM_BYTES_PER_S)}
+            "a100_ridge_flop_per_byte": "%.0f" % (A100_FP16_FLOPS / A100_HBM_BYTES_PER_S),
+            "h200_fp32_tflops": "%g" % (H200_FP32_FLOPS / 1e12)}
