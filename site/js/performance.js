@@ -561,17 +561,25 @@ function showTriton(record) {
     label: b === "triton" ? "this lab's Triton" : `SDPA ${b}`,
     data: results.map((r) => (r[pass] && r[pass][b] && Number.isFinite(r[pass][b].tflops) ? r[pass][b].tflops : null)),
     backgroundColor: BACKEND_COLORS[b] || "#5b6475"}));
+  // The dense bf16 peak of the recorded GPU (nlpcore.hardware, stamped into the section by the build).
+  const peak = Number($("triton").dataset.peakTflops);
+  const ofPeak = (tflops) => (peak > 0 ? ` (${(100 * tflops / peak).toFixed(0)}% of the ${peak} TFLOP/s peak)` : "");
   const config = (pass) => ({type: "bar", data: {labels, datasets: sets(pass)},
     options: {responsive: true, maintainAspectRatio: false, animation: false,
               scales: {y: {title: {display: true, text: "TFLOP/s"}}, x: {ticks: {autoSkip: false, maxRotation: 60}}},
-              plugins: {legend: {position: "bottom"}}}});
+              plugins: {legend: {position: "bottom"},
+                        tooltip: {callbacks: {label: (ctx) => `${ctx.dataset.label}: ${ctx.parsed.y.toFixed(0)} TFLOP/s${ofPeak(ctx.parsed.y)}`}}}}});
   draw("chart-triton-fwd", config("fwd"));
   draw("chart-triton-bwd", config("bwd"));
   const env = record.env || {};
   $("triton-notes").textContent =
       `${env.gpu || "GPU ?"}, driver ${env.driver || "?"}, torch ${env.torch || "?"}, triton ${env.triton || "?"}, ` +
       `recorded ${env.date_utc || "?"}; ${record.dtype || ""}, ${record.flops ? "FLOPs = " + record.flops : ""}; ` +
-      `${record.timing || ""}. Correctness checks before timing: ${record.all_checks_pass ? "all passed" : "NOT all passed"}.`;
+      `${record.timing || ""}. Correctness checks before timing: ${record.all_checks_pass ? "all passed" : "NOT all passed"}.` +
+      backends.map((b) => {
+        const best = Math.max(...results.map((r) => (r.fwd && r.fwd[b] && Number.isFinite(r.fwd[b].tflops) ? r.fwd[b].tflops : 0)));
+        return ` Best forward, ${b === "triton" ? "this lab's Triton" : "SDPA " + b}: ${best.toFixed(0)} TFLOP/s${ofPeak(best)}.`;
+      }).join("");
 }
 
 /* ---- 6. Split-K decoding ------------------------------------------------------------------ */

@@ -369,7 +369,7 @@ def build() -> Exercise:
             Check("lse", "lse (log-sum-exp) on every case", _check_compose(slice(0, 5), True)),
         ))
     probe = Step(
-        id="probe", kind="Probe", title="Θ(N²d²/M) and the Figure 2 ratio", minutes=20,
+        id="probe", kind="Probe a claim", title="Θ(N²d²/M) and the Figure 2 ratio", minutes=20,
         statement=HERE.statement("probe"),
         starter=HERE.starter("probe"), solution=HERE.solution("probe"),
         hints=(

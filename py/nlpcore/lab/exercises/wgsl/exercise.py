@@ -1,4 +1,4 @@
-"""Exercise ``wgsl`` (systems tier: Scratch · Harden): tiled exact attention as a WebGPU compute
+"""Exercise ``wgsl`` (systems · wgsl tier: Scratch · Harden): tiled exact attention as a WebGPU compute
 shader, written by the learner, run on the page's GPU and checked against the CPU mirror.
 
 The learner's code is a WGSL shader (``Step.language = "wgsl"``), so Python never runs it; the
@@ -125,7 +125,7 @@ def build() -> Exercise:
         hints=HARDEN_HINTS,
     )
     return Exercise(
-        id="wgsl", title="WGSL tiled attention", tier="systems", minutes=120,
+        id="wgsl", title="WGSL tiled attention", tier="systems · wgsl", minutes=120,
         summary=("Write FlashAttention's forward pass as a WebGPU compute shader sized to the "
                  "{}-byte workgroup memory, run it on this page's GPU against the CPU mirror, "
                  "then harden it: ragged tiles, Nq ≠ Nk, causal, masks, empty rows."
