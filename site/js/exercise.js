@@ -501,7 +501,7 @@ function renderResults(out, roundTripMs) {
   const report = $("report");
   report.replaceChildren();
   if (out.report && out.report.table && !withhold) {
-    report.append(renderTable(out.report.table, "Your suite's kill matrix, computed live in this page"));
+    report.append(renderTable(out.report.table, out.report.title || "Your suite's kill matrix, computed live in this page"));
   }
   showPredictBox();
 }
