@@ -315,6 +315,7 @@ class _Session:
         self.error: Optional[BaseException] = None
         self.refused: List[str] = []
         self.restored: List[str] = []
+        self.calls_in_flight = 0            # learner functions running (call_learner depth)
 
     def record_error(self, err: BaseException):
         if self.error is None:
@@ -358,9 +359,11 @@ def pristine() -> sandbox.Snapshot:
 
 
 def refusing(modules: Sequence[str], session: "_Session") -> None:
-    """Replace the functions of ``modules`` by ones that refuse calls from outside the
-    nlpcore package (the learner's code), noting each refusal in ``session``. The grader's own
-    calls (from nlpcore files) go through. Undone by the snapshot's restore."""
+    """Replace the functions of ``modules`` by ones that refuse calls made by the learner's
+    code, noting each refusal in ``session``: calls from outside the nlpcore package, and any
+    call while a learner function is running (:func:`call_learner`; the grader may hand over a
+    refused function itself when the learner's namespace names one). The grader's own calls
+    between learner calls go through. Undone by the snapshot's restore."""
     for name in modules:
         try:
             module = importlib.import_module(name)
@@ -374,7 +377,8 @@ def refusing(modules: Sequence[str], session: "_Session") -> None:
 def _refuser(fn, qualified: str, session: "_Session"):
     def refused(*args, **kwargs):
         caller = sys._getframe(1).f_code.co_filename
-        if os.path.abspath(caller).startswith(_PACKAGE_DIR + os.sep):
+        if (not session.calls_in_flight
+                and os.path.abspath(caller).startswith(_PACKAGE_DIR + os.sep)):
             return fn(*args, **kwargs)
         session.refused.append(qualified)
         raise RefusedCall("%s is refused while this step is graded: the step asks you to "
@@ -430,6 +434,9 @@ def call_learner(fn, *args, shapes: dict = None, context: str = "", **kwargs):
     """Call the learner's function; any exception (SystemExit and other BaseExceptions too)
     becomes a failure that names the case and the input shapes (CheckFailed from nested checks
     passes through)."""
+    session = _grader.active[-1] if _grader.active else None
+    if session is not None:
+        session.calls_in_flight += 1
     try:
         out = fn(*args, **kwargs)
     except CheckFailed:
@@ -442,6 +449,9 @@ def call_learner(fn, *args, shapes: dict = None, context: str = "", **kwargs):
                           % ((context + ": ") if context else "", type(err).__name__, err,
                              _where(err), _base_note(err)),
                           expected="a result", got=type(err).__name__, shapes=shapes)
+    finally:
+        if session is not None:
+            session.calls_in_flight -= 1
     _repair()
     return out
 

@@ -45,7 +45,7 @@ GUARDED_MODULES = ("builtins", "sys", "math", "cmath", "random", "functools", "o
                    "types", "copy", "io", "contextlib", "tracemalloc", "gc", "importlib",
                    "pkgutil", "dataclasses", "typing", "abc", "inspect", "string", "textwrap")
 OWN_PREFIX = "nlpcore"      # objects of this package are recorded field by field
-DEPTH = 6                   # how deep to walk containers and objects from module level
+DEPTH = 8                   # how deep to walk containers and objects from module level
 ARRAY_BYTES = 1 << 20       # module-level arrays up to this size are copied and restored
 
 _SYS_HOOKS = ("displayhook", "excepthook", "stdout", "stderr", "stdin", "breakpointhook")
@@ -73,6 +73,7 @@ class Snapshot:
         self.arrays: List[Tuple[np.ndarray, np.ndarray]] = []
         self.process: dict = {}
         self.builtins: dict = {}
+        self.builtins_repaired = False      # set by repair_builtins, reported by restore
 
     @classmethod
     def take(cls) -> "Snapshot":
@@ -104,10 +105,12 @@ class Snapshot:
         for key in _list(_keys(_namespace)):
             if key not in saved:
                 _delete(_namespace, key)
+                self.builtins_repaired = True
         for key in _keys(saved):
             value = _get(saved, key)
             if key not in _namespace or _get(_namespace, key) is not value:
                 _set(_namespace, key, value)
+                self.builtins_repaired = True
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -174,7 +177,8 @@ class Snapshot:
     def restore(self) -> List[str]:
         """Put everything recorded back; return what had changed (for tests and reports)."""
         self.repair_builtins()
-        changed = []
+        changed = ["module builtins"] if self.builtins_repaired else []
+        self.builtins_repaired = False
         _restore_process(self.process, changed)
         for namespace, saved in self.namespaces:
             if not _same_dict(namespace, saved):

@@ -291,8 +291,8 @@ _BACKWARD_CASES = {
                           block_q=8, block_k=16, seed=24), False),
     "empty-rows": (_Case("Nq=30, Nk=40, 3 empty rows", 30, 40, 8, 8, mask=_empty_rows,
                          seed=23), True),
-    "large": (_Case("Nq=24, Nk=40, d=8, large logits (scores ~ ±100)", 24, 40, 8, 8,
-                    block_q=8, block_k=8, seed=25, scale=12.0), False),
+    "large": (_Case("Nq=24, Nk=40, d=8, large logits (scores ~ ±1000)", 24, 40, 8, 8,
+                    block_q=8, block_k=8, seed=25, scale=400.0), False),
 }
 
 
@@ -326,9 +326,9 @@ def build() -> Exercise:
             Check("causal-rect", "causal with Nq ≠ Nk (top-left aligned)",
                   **_forward_check(_Case("Nq=45 > Nk=20, causal", 45, 20, 8, 8, causal=True,
                                          block_q=16, block_k=8, seed=6))),
-            Check("large", "large logits (scores ~ ±100) without overflow",
-                  **_forward_check(_Case("Nq=24, Nk=40, d=8, scores ~ ±100", 24, 40, 8, 8,
-                                         block_q=8, block_k=8, seed=8, scale=12.0))),
+            Check("large", "large logits (scores ~ ±1000) without overflow",
+                  **_forward_check(_Case("Nq=24, Nk=40, d=8, scores ~ ±1000", 24, 40, 8, 8,
+                                         block_q=8, block_k=8, seed=8, scale=400.0))),
             Check("float16", "float16 inputs: dtype, and accuracy of float32 accumulation",
                   collect=_collect_float16, judge=_judge_float16),
             Check("tiled", "memory stays at tile size (no Nq×Nk array)",

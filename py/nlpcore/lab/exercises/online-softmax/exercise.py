@@ -268,8 +268,9 @@ COMPOSE_CASES = [
     ("causal, block 1: N=9, d=4, blocks 1×1", 9, 9, 4, 4, 1, 1, True, 1.0),
     ("causal, Nq=20 < Nk=45 (top-left: row i sees keys 0..i), blocks 8×16", 20, 45, 8, 8, 8, 16, True, 1.0),
     ("causal, Nq=45 > Nk=20 (rows past Nk see every key), blocks 16×8", 45, 20, 8, 8, 16, 8, True, 1.0),
-    ("large logits (scores ~ ±400), Nq=24, Nk=40, blocks 8×8", 24, 40, 8, 8, 8, 8, False, 40.0),
-    ("large logits, causal, Nq=24, Nk=40, blocks 8×8", 24, 40, 8, 8, 8, 8, True, 40.0),
+    ("large logits (scores ~ ±1000: exp overflows unless shifted), Nq=24, Nk=40, blocks 8×8",
+     24, 40, 8, 8, 8, 8, False, 400.0),
+    ("large logits, causal, Nq=24, Nk=40, blocks 8×8", 24, 40, 8, 8, 8, 8, True, 400.0),
 ]
 CHECK_CASES = {"ragged": (0, 1, 2), "causal": (3, 4, 5, 6), "large": (7, 8),
                "lse": tuple(range(len(COMPOSE_CASES)))}
