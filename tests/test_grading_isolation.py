@@ -198,3 +198,12 @@ def test_snapshot_restore_undoes_each_kind_of_change():
     assert (np.abs, reference.forward.__code__, reference.forward.__defaults__) == original
     assert "module numpy" in changed and any("forward" in c for c in changed)
     assert snap.restore() == []
+
+
+@pytest.mark.parametrize("reach", ["import gc\n_ = gc.get_objects()\n",
+                                   "import sys\nsys.addaudithook(lambda event, args: None)\n"])
+def test_reaching_past_the_snapshot_is_reported(reach):
+    """What the snapshot cannot undo is at least seen (audit events), so the page can replace
+    its worker; honest code reports nothing."""
+    result = lab.grade("online-softmax", "predict", reach + "standard = 1.2e6\nflash = 3e5\n")
+    assert any(r.startswith("audited: ") for r in result["restored"]), result["restored"]

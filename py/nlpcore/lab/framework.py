@@ -316,6 +316,7 @@ class _Session:
         self.refused: List[str] = []
         self.restored: List[str] = []
         self.calls_in_flight = 0            # learner functions running (call_learner depth)
+        self.audited: List[str] = []         # AUDITED_EVENTS raised while learner code ran
 
     def record_error(self, err: BaseException):
         if self.error is None:
@@ -335,9 +336,22 @@ class _Grader:
     def __init__(self):
         self.snapshot: Optional[sandbox.Snapshot] = None
         self.active: List[_Session] = []    # the session of the grade under way (at most one)
+        self.auditing = False
 
 
 _grader = _Grader()
+
+# Audit events (PEP 578) that reach past what the snapshot can restore: another audit hook
+# (permanent), walking every object the collector knows, raw memory. A grade in which learner
+# code raises one reports it in ``restored``, and the page then replaces its Python worker.
+AUDITED_EVENTS = frozenset(("sys.addaudithook", "gc.get_objects", "gc.get_referrers",
+                            "gc.get_referents", "ctypes.dlopen", "ctypes.addressof",
+                            "ctypes.cdata", "ctypes.string_at", "ctypes.PyObj_FromPtr"))
+
+
+def _audit(event, args):
+    if event in AUDITED_EVENTS and _grader.active:
+        _grader.active[-1].audited.append(event)
 
 
 def pristine() -> sandbox.Snapshot:
@@ -354,6 +368,9 @@ def pristine() -> sandbox.Snapshot:
                     pass                 # an optional module whose dependency is absent
         from nlpcore import lab
         lab.exercises()
+        if not _grader.auditing and hasattr(sys, "addaudithook"):
+            sys.addaudithook(_audit)
+            _grader.auditing = True
         _grader.snapshot = sandbox.Snapshot.take()
     return _grader.snapshot
 
@@ -561,7 +578,7 @@ def isolated(refuse: Sequence[str] = ()):
     """Run learner code inside: its printed output is captured, the ``refuse`` modules'
     functions refuse its calls, and afterwards the interpreter is restored to
     :func:`pristine`. Yields the :class:`_Session`; ``session.restored`` lists what had been
-    changed."""
+    changed (and AUDITED_EVENTS seen): empty for code that kept to itself."""
     snap = pristine()
     session = _Session()
     _grader.active.append(session)
@@ -573,6 +590,7 @@ def isolated(refuse: Sequence[str] = ()):
     finally:
         _grader.active.remove(session)
         session.restored = [c for c in snap.restore() if not _is_refusal_guard(c, refuse)]
+        session.restored += ["audited: " + e for e in sorted(set(session.audited))]
 
 
 @contextlib.contextmanager

@@ -1,24 +1,29 @@
 """The exercise pages' door into Python (called through :func:`nlpcore.web.call`).
 
     exercises.catalog()                                  -> ids, titles, steps (summary)
-    exercises.grade(exercise, step, code)                -> {checks, passed, record, report, elapsed_ms}
+    exercises.grade(exercise, step, code)                -> {checks, passed, record, report, elapsed_ms,
+                                                            stdout, stderr, traceback, restored}
     exercises.verify(exercise, step, check, code, job, outputs)
                                                          -> one check's verdict after the page ran
                                                             its job (JS-run checks, e.g. WebGPU)
     exercises.kill_matrix(code=None)                     -> the break-it kill matrix of a suite
-                                                            (the weak suite when code is None)
+                                                            (the weak suite when code is None),
+                                                            with ``restored`` as grade's
     exercises.lab_check(step, answer, observed=None)     -> a guided-lab answer's verdict
 
 Learner code arrives as a plain string and runs with ``exec`` in a fresh namespace (see
-:func:`nlpcore.lab.framework.load_learner`); the page enforces the time limit by terminating
-the worker (js/runtime.js). Must run in Pyodide 0.17 (Python 3.8, NumPy 1.17).
+:func:`nlpcore.lab.framework.load_learner`); whatever it changes in the interpreter is undone
+after each call (:func:`nlpcore.lab.framework.isolated`), and the page runs these calls in a
+worker of their own that it replaces after each one (js/runtime.js), which also enforces the
+time limit. A grade carries the learner's ``stdout``, ``stderr`` and ``traceback``. Must run
+in Pyodide 0.17 (Python 3.8, NumPy 1.17).
 """
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import guided
+from ..lab import framework, guided
 from ..lab.exercises import module as _exercise_module
 
 mutants = _exercise_module("break-it", "mutants")  # the break-it exercise's kernels and suites
@@ -57,9 +62,17 @@ def kill_matrix(code: Optional[str] = None) -> Dict[str, Any]:
     """The break-it kill matrix (clean kernel and five mutants × tests) of the weak suite, or of
     the suite in ``code``, as {columns, rows, killers}."""
     source = mutants.WEAK_SUITE_SOURCE if code is None else _str(code, "code")
-    matrix = mutants.kill_matrix(mutants.load_suite(source))
+    with framework.isolated() as session:
+        try:
+            suite = mutants.load_suite(source)
+        except BaseException as err:  # the learner's suite may raise anything while loading
+            raise ValueError("code: the test suite raised %s while loading: %s"
+                             % (type(err).__name__, err))
+        matrix = mutants.kill_matrix(suite)
+        matrix = {kid: {str(t): str(r) for t, r in row.items()} for kid, row in matrix.items()}
     table = mutants.matrix_table(matrix)
     table["killers"] = mutants.killers(matrix)
+    table["restored"] = session.restored
     return table
 
 
