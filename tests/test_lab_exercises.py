@@ -384,6 +384,17 @@ for ex in map(lab.exercise, %r):
         r = lab.grade(ex.id, s.id, s.solution)
         assert r["passed"], (ex.id, s.id, [c for c in r["checks"] if c["status"] != "pass"])
         assert not lab.grade(ex.id, s.id, s.starter)["passed"], (ex.id, s.id)
+# isolation on 3.8: a patched NumPy/grader does not reach the next grade; SystemExit fails
+r = lab.grade("online-softmax", "predict", "import numpy as np\nfrom nlpcore.lab import framework as fw\n"
+              "np.allclose = lambda *a, **k: True\nfw.assert_close = lambda *a, **k: 0.0\n"
+              "standard = 1.2e6\nflash = 3e5\nraise SystemExit(0)\n")
+assert r["restored"] and all("SystemExit" in c["message"] for c in r["checks"]), r
+compose = lab.exercise("online-softmax").step("compose").solution
+wrong = compose.replace("acc = alpha[:, None] * acc + p @ v[k0:k1]", "acc = acc + p @ v[k0:k1]")
+assert not lab.grade("online-softmax", "compose", wrong)["passed"]
+untiled = compose.replace("    n_q, d = q.shape\n", %r + "    n_q, d = q.shape\n", 1)
+tiled = [c for c in lab.grade("online-softmax", "compose", untiled)["checks"] if c["id"] == "tiled"][0]
+assert tiled["status"] == "fail" and "MiB" in tiled["message"], tiled   # tracemalloc sees NumPy 1.17
 print("ok")
 """
 
@@ -391,7 +402,8 @@ print("ok")
 @pytest.mark.skipif(not PY38.exists(), reason="no Python 3.8 + NumPy 1.17 venv (.venv38)")
 def test_graders_run_on_python38_numpy117():
     """The graders run in Pyodide 0.17; .venv38 has the same Python and NumPy versions."""
-    out = subprocess.run([str(PY38), "-W", "error::SyntaxWarning", "-c", PY38_SMOKE % (PYTHON_GRADED,)],
+    smoke = PY38_SMOKE % (PYTHON_GRADED, FULL_SCORES.replace("    if causal:", "    if False:"))
+    out = subprocess.run([str(PY38), "-W", "error::SyntaxWarning", "-c", smoke],
                          cwd=str(ROOT), env={"PYTHONPATH": str(ROOT / "py")},
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]

@@ -32,9 +32,19 @@ _PREDICT_REFUSES = ("nlpcore.kernels.io_model", "nlpcore.kernels.flash_np", "nlp
 # Step 1 -- Predict
 # ------------------------------------------------------------------------------------------
 
+_MEASURED: dict = {}   # filled by build(), before any learner code runs (the snapshot keeps it)
+
+
 def _measured_flash() -> int:
     """Forward accesses of flash_np on N×d inputs with the paper's blocks, counted by IOCounter
-    when flash_np is available (else the closed form, which tests hold equal to it)."""
+    when flash_np is available (else the closed form, which tests hold equal to it); counted
+    once, by build()."""
+    if "flash" not in _MEASURED:
+        _MEASURED["flash"] = _count_flash()
+    return _MEASURED["flash"]
+
+
+def _count_flash() -> int:
     try:
         from nlpcore.kernels import flash_np
     except ImportError:
@@ -275,10 +285,10 @@ COMPOSE_CASES = [
 CHECK_CASES = {"ragged": (0, 1, 2), "causal": (3, 4, 5, 6), "large": (7, 8),
                "lse": tuple(range(len(COMPOSE_CASES)))}
 
-# The memory check: one case where a full Nq×Nk float64 score matrix (8 MiB), or one query tile
-# against every key (4 MiB), is far above what tiles need (tiled_budget: about 2 MiB). Values
-# are spot-checked on the first SPOT_ROWS rows (the other checks test them in full).
-TILED_CASE = ("Nq=128, Nk=8192, d=2, blocks 64×128", 128, 8192, 2, 2, 64, 128)
+# The memory check: one case where a full Nq×Nk float64 score matrix (4 MiB), or one query tile
+# against every key (2 MiB), is above what tiles need (tiled_budget: 1.5 MiB). Values are
+# spot-checked on the first SPOT_ROWS rows (the other checks test them in full).
+TILED_CASE = ("Nq=128, Nk=4096, d=2, blocks 64×128", 128, 4096, 2, 2, 64, 128)
 SPOT_ROWS = 16
 
 
@@ -461,6 +471,7 @@ def _check_measures(collected):
 # ------------------------------------------------------------------------------------------
 
 def build() -> Exercise:
+    _measured_flash()
     predict = Step(
         id="predict", kind="Predict", title="Predict the HBM traffic", minutes=15,
         statement=HERE.statement("predict", N=PREDICT_N, d=PREDICT_D, M=PREDICT_M,
