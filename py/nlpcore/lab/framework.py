@@ -41,7 +41,6 @@ import io
 import math
 import os
 import pathlib
-import pkgutil
 import re
 import sys
 import time
@@ -298,11 +297,6 @@ LIBRARY_KERNELS = ("nlpcore.kernels.reference", "nlpcore.kernels.flash_np",
                    "nlpcore.kernels.ring", "nlpcore.kernels.flash_wgsl_mirror")
 OUTPUT_LIMIT = 20000       # characters of the learner's stdout/stderr kept in a grade
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../nlpcore
-# Modules that need PyTorch, Triton or wgpu, and the exercises' code files (solutions and
-# starters are learner code, not library): the snapshot does not import them.
-_NOT_WARMED = ("nlpcore.kernels.check_triton", "nlpcore.kernels.flash_triton",
-               "nlpcore.kernels.flash_wgpu")
-_NOT_WARMED_SUFFIXES = ("_solution", "_starter")
 
 
 class _Session:
@@ -355,24 +349,17 @@ def _audit(event, args):
 
 
 def pristine() -> sandbox.Snapshot:
-    """The interpreter state every grade returns to, taken before the first grade ran any
-    learner code: every nlpcore module imported and every exercise built first, so their
-    objects are in it."""
-    if _grader.snapshot is None:
-        import nlpcore
-        for info in pkgutil.walk_packages(nlpcore.__path__, "nlpcore."):
-            if info.name not in _NOT_WARMED and not info.name.endswith(_NOT_WARMED_SUFFIXES):
-                try:
-                    importlib.import_module(info.name)
-                except ImportError:
-                    pass                 # an optional module whose dependency is absent
-        from nlpcore import lab
-        lab.exercises()
+    """The interpreter state every grade returns to. Taken before the first grade ran any
+    learner code, and taken again when modules have been imported since (an exercise built for
+    the first time, a refused module imported by :func:`isolated`): between grades the
+    interpreter is back at the snapshot, so what is new then was loaded by the grader."""
+    snap = _grader.snapshot
+    if snap is None or any(sandbox.guarded(name) for name in set(sys.modules) - snap.modules.keys()):
         if not _grader.auditing and hasattr(sys, "addaudithook"):
             sys.addaudithook(_audit)
             _grader.auditing = True
-        _grader.snapshot = sandbox.Snapshot.take()
-    return _grader.snapshot
+        _grader.snapshot = snap = sandbox.Snapshot.take()
+    return snap
 
 
 def refusing(modules: Sequence[str], session: "_Session") -> None:
@@ -579,6 +566,11 @@ def isolated(refuse: Sequence[str] = ()):
     functions refuse its calls, and afterwards the interpreter is restored to
     :func:`pristine`. Yields the :class:`_Session`; ``session.restored`` lists what had been
     changed (and AUDITED_EVENTS seen): empty for code that kept to itself."""
+    for name in refuse:                     # imported before the snapshot, not inside
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass                            # a module this build does not have
     snap = pristine()
     session = _Session()
     _grader.active.append(session)

@@ -51,7 +51,8 @@ ARRAY_BYTES = 1 << 20       # module-level arrays up to this size are copied and
 _SYS_HOOKS = ("displayhook", "excepthook", "stdout", "stderr", "stdin", "breakpointhook")
 
 
-def _guarded(name: str) -> bool:
+def guarded(name: str) -> bool:
+    """Whether the snapshot records the module ``name``."""
     return name in GUARDED_MODULES or any(name == p or name.startswith(p + ".")
                                           for p in GUARDED_PREFIXES)
 
@@ -82,7 +83,7 @@ class Snapshot:
         snap.modules = dict(sys.modules)
         seen_functions, seen_classes, seen_objects = set(), set(), set()
         for name, module in list(sys.modules.items()):
-            if module is None or not _guarded(name):
+            if module is None or not guarded(name):
                 continue
             namespace = getattr(module, "__dict__", None)
             if not isinstance(namespace, dict):
