@@ -40,6 +40,7 @@ def test_solution_passes_every_check(ex_id, step_id):
     assert not failures, json.dumps(failures, indent=1)
     assert result["passed"]
     assert len(graded(result)) >= 1
+    assert result["restored"] == []    # honest code leaves nothing to undo (the page keeps its worker)
 
 
 def assert_helpful(check: dict, step):

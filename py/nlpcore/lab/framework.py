@@ -331,6 +331,7 @@ class _Grader:
         self.snapshot: Optional[sandbox.Snapshot] = None
         self.active: List[_Session] = []    # the session of the grade under way (at most one)
         self.auditing = False
+        self.stale = False                  # set by library_changed(): retake the snapshot
 
 
 _grader = _Grader()
@@ -352,14 +353,23 @@ def pristine() -> sandbox.Snapshot:
     """The interpreter state every grade returns to. Taken before the first grade ran any
     learner code, and taken again when modules have been imported since (an exercise built for
     the first time, a refused module imported by :func:`isolated`): between grades the
-    interpreter is back at the snapshot, so what is new then was loaded by the grader."""
+    interpreter is back at the snapshot, so what is new then was loaded by the grader. Also
+    taken again after :func:`library_changed`."""
     snap = _grader.snapshot
-    if snap is None or any(sandbox.guarded(name) for name in set(sys.modules) - snap.modules.keys()):
+    if (snap is None or _grader.stale
+            or any(sandbox.guarded(name) for name in set(sys.modules) - snap.modules.keys())):
+        _grader.stale = False
         if not _grader.auditing and hasattr(sys, "addaudithook"):
             sys.addaudithook(_audit)
             _grader.auditing = True
         _grader.snapshot = snap = sandbox.Snapshot.take()
     return snap
+
+
+def library_changed() -> None:
+    """The grader's own objects grew (``nlpcore.lab`` built an exercise): the next grade takes
+    a new snapshot, after the previous grade's restore, so it includes them."""
+    _grader.stale = True
 
 
 def refusing(modules: Sequence[str], session: "_Session") -> None:
@@ -914,7 +924,7 @@ def rng(seed: int):
 # ------------------------------------------------------------------------------------------
 
 IO_COPIES = 4        # a tiled kernel may hold this many copies of its inputs and outputs ...
-TILE_BUFFERS = 16    # ... plus this many (Br, Bc) float64 temporaries (scores, exp, masks)
+TILE_BUFFERS = 8     # ... plus this many (Br, Bc) float64 temporaries (scores, exp, masks)
 
 
 def tiled_budget(io_bytes: int, block_q: int, block_k: int) -> int:

@@ -288,7 +288,7 @@ CHECK_CASES = {"ragged": (0, 1, 2), "causal": (3, 4, 5, 6), "large": (7, 8),
 # The memory check: one case where a full Nq×Nk float64 score matrix (4 MiB), or one query tile
 # against every key (2 MiB), is above what tiles need (tiled_budget: 1.5 MiB). Values are
 # spot-checked on the first SPOT_ROWS rows (the other checks test them in full).
-TILED_CASE = ("Nq=128, Nk=4096, d=2, blocks 64×128", 128, 4096, 2, 2, 64, 128)
+TILED_CASE = ("Nq=128, Nk=4096, d=2, blocks 64×256", 128, 4096, 2, 2, 64, 256)
 SPOT_ROWS = 16
 
 
