@@ -582,6 +582,7 @@ def isolated(refuse: Sequence[str] = ()):
         except ImportError:
             pass                            # a module this build does not have
     snap = pristine()
+    entry = sandbox.process_state()         # the host's streams and filters, as the grade began
     session = _Session()
     _grader.active.append(session)
     try:
@@ -591,7 +592,7 @@ def isolated(refuse: Sequence[str] = ()):
                 yield session
     finally:
         _grader.active.remove(session)
-        session.restored = [c for c in snap.restore() if not _is_refusal_guard(c, refuse)]
+        session.restored = [c for c in snap.restore(entry) if not _is_refusal_guard(c, refuse)]
         session.restored += ["audited: " + e for e in sorted(set(session.audited))]
 
 

@@ -49,6 +49,15 @@ DEPTH = 8                   # how deep to walk containers and objects from modul
 ARRAY_BYTES = 1 << 20       # module-level arrays up to this size are copied and restored
 
 _SYS_HOOKS = ("displayhook", "excepthook", "stdout", "stderr", "stdin", "breakpointhook")
+# Names in these namespaces belong to the host (a test runner's output capture, warning
+# filters): they are put back to what they were when the grade began (process state), not to
+# the snapshot, and left out of the namespace comparison.
+VOLATILE = {
+    "sys": frozenset(_SYS_HOOKS + ("last_type", "last_value", "last_traceback", "ps1", "ps2",
+                                   "tracebacklimit")),
+    "warnings": frozenset(("filters", "showwarning", "_showwarnmsg_impl", "_showwarnmsg",
+                           "_filters_version", "defaultaction", "onceregistry")),
+}
 
 
 def guarded(name: str) -> bool:
@@ -88,7 +97,9 @@ class Snapshot:
             namespace = getattr(module, "__dict__", None)
             if not isinstance(namespace, dict):
                 continue
-            snap.namespaces.append((namespace, dict(namespace)))
+            volatile = VOLATILE.get(name, frozenset())
+            snap.namespaces.append((namespace, {k: v for k, v in namespace.items()
+                                                if k not in volatile}, volatile))
             own = name.startswith(OWN_PREFIX)
             for value in list(namespace.values()):
                 snap._record_callable(value, seen_functions, seen_classes)
@@ -175,16 +186,18 @@ class Snapshot:
 
     # -- restoring -----------------------------------------------------------------------------
 
-    def restore(self) -> List[str]:
-        """Put everything recorded back; return what had changed (for tests and reports)."""
+    def restore(self, process: dict = None) -> List[str]:
+        """Put everything recorded back -- the process state to ``process`` (from
+        :func:`process_state` when the grade began) or else to the snapshot's -- and return what
+        had changed (for tests and reports)."""
         self.repair_builtins()
         changed = ["module builtins"] if self.builtins_repaired else []
         self.builtins_repaired = False
-        _restore_process(self.process, changed)
-        for namespace, saved in self.namespaces:
-            if not _same_dict(namespace, saved):
+        _restore_process(self.process if process is None else process, changed)
+        for namespace, saved, volatile in self.namespaces:
+            if not _same_dict(namespace, saved, volatile):
                 changed.append("module %s" % saved.get("__name__", "?"))
-                _put_back(namespace, saved)
+                _put_back(namespace, saved, volatile)
         for fn, code, defaults, kwdefaults, attrs, cells, contents in self.functions:
             if (fn.__code__ is not code or fn.__defaults__ is not defaults
                     or fn.__kwdefaults__ is not kwdefaults or not _same_dict(fn.__dict__, attrs)):
@@ -236,19 +249,19 @@ class _Empty:
 _EMPTY = _Empty()
 
 
-def _same_dict(current: dict, saved: dict) -> bool:
-    if len(current) != len(saved):
+def _same_dict(current: dict, saved: dict, volatile=frozenset()) -> bool:
+    if len(current) != len(saved) and not volatile:
         return False
     for key, value in saved.items():
         if current.get(key, _EMPTY) is not value:
             return False
-    return True
+    return not any(k not in saved and k not in volatile for k in current)
 
 
-def _put_back(current: dict, saved: dict):
-    """Make ``current`` equal to ``saved`` key by key (never empty in between: ``sys`` and
-    ``builtins`` stay usable while they are repaired)."""
-    for key in [k for k in current if k not in saved]:
+def _put_back(current: dict, saved: dict, volatile=frozenset()):
+    """Make ``current`` equal to ``saved`` key by key, leaving ``volatile`` keys alone (never
+    empty in between: ``sys`` and ``builtins`` stay usable while they are repaired)."""
+    for key in [k for k in current if k not in saved and k not in volatile]:
         del current[key]
     for key, value in saved.items():
         if current.get(key, _EMPTY) is not value:
@@ -274,6 +287,11 @@ def _try(fn, *args):
         fn(*args)
     except (AttributeError, TypeError, ValueError):
         pass                                    # a read-only slot: nothing was changed there
+
+
+def process_state() -> dict:
+    """NumPy, warnings and ``sys`` state that the host owns (restored per grade)."""
+    return _process_state()
 
 
 def _process_state() -> dict:
