@@ -268,15 +268,17 @@ exporter = getattr(lab, "export_site_data", None)
 values = {}
 try:
     from nlpcore import hardware
-    from nlpcore.web import viz
+    from nlpcore.web import gpubench, viz
 except ImportError as error:  # a tree without these modules (build.py's own tests)
     if not (error.name or "").startswith("nlpcore"):
         raise
 else:
     values = {"hardware." + name: value for name, value in hardware.as_dict().items()}
     values["cell.min_sram"] = viz.MIN_SRAM
+    values["gpubench.sizes"] = ",".join(str(n) for n in gpubench.SIZES)
     for cell, limits in viz.CELL_LIMITS.items():
         values.update({"cell.%s.%s" % (cell, name): value for name, value in limits.items()})
+    values.update({"page." + name: value for name, value in viz.page_numbers().items()})
 with open(sys.argv[2], "w", encoding="utf-8") as f:  # a file: the exporter may print
     json.dump({"data": None if exporter is None else exporter(), "values": values}, f)
 """
@@ -285,7 +287,8 @@ with open(sys.argv[2], "w", encoding="utf-8") as f:  # a file: the exporter may 
 def run_exporter() -> dict:
     """What the site takes from nlpcore, run in a fresh interpreter: ``{"data": the result of
     nlpcore.lab.export_site_data() or None, "values": the numbers pages quote,
-    {"hardware.<name>": ..., "cell.<cell>.<limit>": ...}}`` (nlpcore.hardware, viz.CELL_LIMITS)."""
+    {"hardware.<name>": ..., "cell.<cell>.<limit>": ..., "page.<name>": ...}}`` (nlpcore.hardware,
+    viz.CELL_LIMITS, viz.page_numbers)."""
     with tempfile.TemporaryDirectory() as tmp:
         target = pathlib.Path(tmp) / "export.json"
         result = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "py"), str(target)],

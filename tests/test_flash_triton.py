@@ -244,7 +244,8 @@ def test_import_without_torch_or_triton_says_what_to_install():
 def test_nothing_else_in_nlpcore_imports_the_triton_port():
     """The browser has no torch: only check_triton (a CLI) may import flash_triton."""
     allowed = {"kernels/flash_triton.py", "kernels/check_triton.py",
-               "lab/exercises/triton/kernel_starter.py"}  # the learner's kernel, never imported
+               "lab/exercises/triton/kernel_starter.py",  # the learner's kernel, never imported
+               "lab/exercises/triton/kernel_solution.py"}
     offenders = []
     for path in (ROOT / "py" / "nlpcore").rglob("*.py"):
         if path.relative_to(ROOT / "py" / "nlpcore").as_posix() in allowed:
@@ -256,20 +257,10 @@ def test_nothing_else_in_nlpcore_imports_the_triton_port():
     assert not offenders, f"these modules import torch/triton/flash_triton: {offenders}"
 
 
-# --- the exercise: the grader passes the solution, fails the starter, passes a completed starter
-STARTER = ROOT / "py" / "nlpcore" / "lab" / "exercises" / "triton" / "kernel_starter.py"
-STARTER_SOLUTION = {  # TODO number -> the line that completes it
-    1: "m_new = tl.maximum(m_i, tl.max(s, 1))",
-    2: "p = tl.exp2(s - m_new[:, None])",
-    3: "alpha = tl.exp2(m_i - m_new)",
-    4: "l_i = l_i * alpha + tl.sum(p, 1)",
-    5: "lse = (m_i + tl.log2(l_i)) * LN2",
-    6: "o = acc / l_i[:, None]",
-    7: "p = tl.where(allowed, tl.exp2(s - lse[:, None] * LOG2E), 0.0)",
-    8: "dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)",
-    9: "ds = p * (dp - delta[:, None])",
-    10: "dq = dq + tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)",
-}
+# --- the exercise: the grader passes the solution, fails the starter, passes the marked solution
+EXERCISE = ROOT / "py" / "nlpcore" / "lab" / "exercises" / "triton"
+STARTER = EXERCISE / "kernel_starter.py"
+KERNEL_SOLUTION = EXERCISE / "kernel_solution.py"
 
 
 def _grade(path, capsys):
@@ -284,17 +275,35 @@ def test_grader_passes_the_solution(capsys):
     assert re.search(r"(\d+)/\1 checks passed", out), out
 
 
-def test_grader_fails_the_starter_and_passes_it_completed(capsys, tmp_path):
+def test_the_starter_is_generated_from_the_marked_solution():
+    from nlpcore.lab.exercises.triton import starter
+    assert STARTER.read_text(encoding="utf-8") == starter.generated(), \
+        "kernel_starter.py is stale: run python -m nlpcore.lab.exercises.triton.starter"
+
+
+def test_the_learner_writes_the_kernel_body_and_the_autograd_wrapper():
+    from nlpcore.lab.framework import solution_text
+    starter, solution = STARTER.read_text(encoding="utf-8"), solution_text(KERNEL_SOLUTION.read_text(encoding="utf-8"))
+    for line in ("m_new = tl.maximum(m_i, tl.max(s, 1))", "alpha = tl.exp2(m_i - m_new)",
+                 "lse = (m_i + tl.log2(l_i)) * LN2", "ctx.save_for_backward(q, k, v, o, lse)",
+                 "grid = (triton.cdiv(n_q, BLOCK_M), b * h)",
+                 "dq = dq + tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)"):
+        assert line in solution and line not in starter, line
+    # The forward kernel's body is the learner's: no load, loop or causal bound is given.
+    fwd = starter[starter.index("def _fwd_kernel"):starter.index("def _bwd_dkdv_kernel")]
+    for given in ("tl.load", "for start_n", "CAUSAL else", "tl.dot", "tl.exp2"):
+        assert given not in fwd, given
+    assert "NotImplementedError" in starter
+
+
+def test_grader_fails_the_starter_and_passes_the_solution(capsys, tmp_path):
+    from nlpcore.lab.framework import solution_text
     status, out = _grade(STARTER, capsys)
     assert status == 1 and "FAIL" in out, out
     assert "forward o · ragged N=100, d=32" in out  # names the case that failed
-
-    source = STARTER.read_text(encoding="utf-8")
-    todo = re.compile(r"^( *)\S.*# TODO\((\d+)\).*$", re.M)
-    assert sorted(int(m.group(2)) for m in todo.finditer(source)) == sorted(STARTER_SOLUTION)
-    solved = todo.sub(lambda m: m.group(1) + STARTER_SOLUTION[int(m.group(2))], source)
+    assert "autograd attention()" in out
     path = tmp_path / "my_flash.py"
-    path.write_text(solved, encoding="utf-8")
+    path.write_text(solution_text(KERNEL_SOLUTION.read_text(encoding="utf-8")), encoding="utf-8")
     status, out = _grade(path, capsys)
     assert status == 0, out
 

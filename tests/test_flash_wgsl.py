@@ -50,8 +50,8 @@ def make_inputs(seed, batch, n_q, n_k, d, dv=None, mask_kind=None, spread=1.0):
 
 
 def describe(batch, n_q, n_k, d, dv, causal, mask_kind, plan):
-    return "batch={} Nq={} Nk={} d={} dv={} causal={} mask={} plan=(Br={}, Bc={}, WG={})".format(
-        batch, n_q, n_k, d, dv, causal, mask_kind, plan.br, plan.bc, plan.workgroup_size
+    return "batch={} Nq={} Nk={} d={} dv={} causal={} mask={} plan=(Br={}, Bc={}, KS={})".format(
+        batch, n_q, n_k, d, dv, causal, mask_kind, plan.br, plan.bc, plan.ks
     )
 
 
@@ -100,13 +100,13 @@ def test_mirror_matches_reference(batch, n_q, n_k, d, dv, causal, mask_kind):
 
 
 def test_mirror_rescales_when_the_max_rises_tile_after_tile():
-    # Scores rise with the key index, so every new K tile raises the row max (alpha < 1 each
-    # step), and are large enough that skipping the rescale would be far off.
+    # Scores rise with the key index, so every new group of four keys raises the row max (alpha < 1
+    # each step), and are large enough that skipping the rescale would be far off.
     n_k, d = 40, 16
     q = np.ones((5, d), dtype=np.float32)
     k = (np.linspace(0, 3, n_k, dtype=np.float32)[:, None] * np.ones(d, dtype=np.float32))
     v = np.random.default_rng(0).standard_normal((n_k, 8)).astype(np.float32)
-    plan = tiling.plan(d, dv=8, br=2, bc=3)
+    plan = tiling.plan(d, dv=8, br=2, bc=4)  # 40 keys: ten tiles of four
     o, lse = mirror.forward(q, k, v, plan=plan)
     o_ref, lse_ref = _reference(q, k, v, False, None)
     assert_close(o, o_ref, dtype=np.float32, what="o")
@@ -167,7 +167,7 @@ def test_dispatch_spec_layout():
     assert not any(b["output"] for b in spec["bindings"] if b["name"] not in ("o", "lse"))
 
     naive = mirror.dispatch_spec(q, k, v, causal=True, mask=mask, plan=plan, shader="attention_naive.wgsl")
-    assert naive["constants"] == {"D": 16, "DV": 8, "WG": plan.workgroup_size}
+    assert naive["constants"] == {"D": 16, "DV": 8, "WG": mirror.NAIVE_WORKGROUP_SIZE}
     assert naive["bindings"][-1]["name"] == "s" and naive["bindings"][-1]["size"] == 2 * 21 * 10 * 4
 
 
@@ -231,7 +231,7 @@ rng = np.random.RandomState(0)
 q, k, v = rng.randn(2, 13, 5), rng.randn(2, 11, 5), rng.randn(2, 11, 3)
 mask = rng.rand(2, 1, 11) > 0.3
 mask[0] = False
-o, lse = M.forward(q, k, v, causal=True, mask=mask, plan=tiling.plan(5, 4, dv=3, br=4, bc=2))
+o, lse = M.forward(q, k, v, causal=True, mask=mask, plan=tiling.plan(5, 4, dv=3, br=4, bc=4))
 o2, lse2 = reference.forward(q, k, v, causal=True, mask=mask)
 assert np.allclose(o, o2, atol=1e-6) and np.array_equal(np.isinf(lse), np.isinf(lse2))
 spec = M.dispatch_spec(q, k, v, causal=True, mask=rng.rand(13, 11) > 0.5)
@@ -292,13 +292,15 @@ def test_shader_matches_mirror_and_reference(gpu, batch, n_q, n_k, d, dv, causal
 
 
 @pytest.mark.parametrize(
-    "br, bc, workgroup_size",
-    [(1, 1, 1), (4, 3, 7), (16, 16, 256), (3, 5, 64)],
+    "br, bc, ks",
+    [(1, 4, 1), (4, 4, 3), (16, 4, 2), (3, 8, 1), (7, 4, 4), (100, 4, 2), (200, 12, 1)],
 )
-def test_shader_with_other_tiles_and_workgroup_sizes(gpu, br, bc, workgroup_size):
-    # Odd tiles and a workgroup smaller or larger than a tile exercise every strided loop.
+def test_shader_with_other_tiles_and_lanes(gpu, br, bc, ks):
+    # Odd tiles, one to four lanes a row (d = 16 fits one lane's 64 dims: with KS > 1 the
+    # other lanes hold padding only, and their partial scores of 0 still go through s_part)
+    # and a staging loop shorter or longer than the workgroup.
     q, k, v, mask = make_inputs(12, (2,), 23, 19, 16, 8, "padding", spread=2.0)
-    plan = tiling.plan(16, dv=8, br=br, bc=bc, workgroup_size=workgroup_size)
+    plan = tiling.plan(16, dv=8, br=br, bc=bc, ks=ks)
     inputs = describe((2,), 23, 19, 16, 8, True, "padding", plan)
     o_gpu, lse_gpu = gpu.forward(q, k, v, causal=True, mask=mask, plan=plan)
     o_mir, lse_mir = mirror.forward(q, k, v, causal=True, mask=mask, plan=plan)
@@ -338,14 +340,15 @@ def test_run_spec_is_generic(gpu):
 
 def test_naive_spec_runs_three_passes():
     q, k, v, _ = make_inputs(16, (3,), 21, 10, 16, 8)
-    plan = tiling.plan(16, dv=8, workgroup_size=4)
+    plan = tiling.plan(16, dv=8)
     spec = mirror.dispatch_spec(q, k, v, plan=plan, shader="attention_naive.wgsl")
+    assert mirror.NAIVE_WORKGROUP_SIZE == 64
     assert spec["passes"] == [
-        {"entry": "scores", "workgroups": [3, 21, 3]},   # ceil(Nk / WG) key blocks, Nq rows, B
+        {"entry": "scores", "workgroups": [1, 21, 3]},   # ceil(Nk / WG) key blocks, Nq rows, B
         {"entry": "softmax", "workgroups": [21, 1, 3]},  # a workgroup per query row
-        {"entry": "pv", "workgroups": [2, 21, 3]},       # ceil(dv / WG) column blocks
+        {"entry": "pv", "workgroups": [1, 21, 3]},       # ceil(dv / WG) column blocks
     ]
-    assert (spec["entry"], spec["workgroups"]) == ("scores", [3, 21, 3])
+    assert (spec["entry"], spec["workgroups"]) == ("scores", [1, 21, 3])
     assert "passes" not in mirror.dispatch_spec(q, k, v, plan=plan)  # flash: one dispatch
 
 
@@ -357,20 +360,22 @@ def _spec_with(n_k, d, **plan_args):
 def test_loop_iterations_counted_by_hand():
     from nlpcore.kernels import flash_wgpu
 
-    # BR = BC = 2, D = DV = 4, WG = 4, Nk = 4 (two key tiles). A strided loop over n elements
-    # costs ceil(n / 4) iterations + 1 exit test; a loop nested in it costs its own count per
-    # outer iteration. dot = (4/4 + 1) + (0 + 1) = 3; O goes four columns a step, so its
-    # BR·ceil(DV/4) = 2 steps are 1 per invocation, each with a BC-loop of 2 + 1.
-    # Per tile: j 1 + K 3 + V 3 + S 1·(1 + 3) + 1 + softmax 1·(1 + 2·3) + 1 + O 1·(1 + 3) + 1 = 25.
-    # Before the tiles: Q 3 + O 3 + m, l 2 = 8; after: 3 + 2 = 5; the j loop's exit test 1.
-    q, k, v, _ = make_inputs(18, (), 3, 4, 4)
-    spec = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, workgroup_size=4))
-    assert flash_wgpu.loop_iterations(spec) == 8 + 2 * 25 + 1 + 5
+    # BR = 2, BC = 8, KS = 1, Nk = 20: three key tiles, WG = 2. The chunk helpers have no
+    # loops. Per tile: j 1 + staging (ceil(8·16 / 2) + 1 = 65) + four keys a step (2 + 1) = 69;
+    # the j loop's exit test 1.
+    q, k, v, _ = make_inputs(18, (), 3, 20, 4)
+    plan = tiling.plan(4, br=2, bc=8)
+    spec = mirror.dispatch_spec(q, k, v, plan=plan)
+    assert flash_wgpu.loop_iterations(spec) == 3 * 69 + 1
+    # KS = 2 lanes a row (WG = 4): staging ceil(8·32 / 4) + 1 = 65, partial scores into s_part
+    # 8 + 1, and per group of four keys the lane-order sum 2 + 1: 1 + 65 + 9 + 3 + 2·3 = 84.
+    two = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=8, ks=2))
+    assert flash_wgpu.loop_iterations(two) == 3 * 84 + 1
     # The naive shader's busiest pass, here softmax: 3 strided loops over Nk + 2 loops over WG.
-    naive = mirror.dispatch_spec(q, k, v, plan=tiling.plan(4, br=2, bc=2, workgroup_size=4),
-                                 shader="attention_naive.wgsl")
-    assert flash_wgpu.loop_iterations(naive) == 3 * (1 + 1) + 2 * (4 + 1)
-    # A learner's inline shader of the same shape is counted one product per step.
+    naive = mirror.dispatch_spec(q, k, v, plan=plan, shader="attention_naive.wgsl")
+    wg = mirror.NAIVE_WORKGROUP_SIZE
+    assert flash_wgpu.loop_iterations(naive) == 3 * (1 + 1) + 2 * (wg + 1)
+    # A learner's inline shader of the same shape is counted with a loop over each chunk.
     big = _spec_with(4096, 64)
     assert flash_wgpu.loop_iterations(dict(big, code="// inline")) > flash_wgpu.loop_iterations(big)
     assert flash_wgpu.loop_iterations(dict(spec, shader="other.wgsl")) is None
@@ -380,9 +385,9 @@ def test_default_plan_fits_the_loop_limit_at_the_benchmark_sizes():
     from nlpcore.kernels import flash_wgpu
 
     limit = flash_wgpu.LAVAPIPE_LOOP_LIMIT
-    spec = _spec_with(4096, 64)
-    assert flash_wgpu.loop_iterations(spec) <= limit
-    assert flash_wgpu.loop_iterations(_spec_with(8192, 64)) > limit
+    spec = _spec_with(16384, 64)
+    assert flash_wgpu.loop_iterations(spec) <= limit  # about 0.6 loop iterations per key
+    assert flash_wgpu.loop_iterations(_spec_with(131072, 64)) > limit
     n_max = flash_wgpu.largest_n_k(spec)
     assert flash_wgpu.loop_iterations(_spec_with(n_max, 64)) <= limit < flash_wgpu.loop_iterations(
         _spec_with(n_max + 1, 64))
@@ -394,7 +399,7 @@ def test_default_plan_fits_the_loop_limit_at_the_benchmark_sizes():
 def test_guard_names_the_limit_and_the_largest_n():
     from nlpcore.kernels import flash_wgpu
 
-    spec = _spec_with(8192, 64)
+    spec = _spec_with(131072, 64)
     with pytest.raises(ValueError, match=r"65535 loop iterations; this dispatch of flash_fwd.wgsl "
                                          r"needs ~\d+ .*use N <= {} keys".format(flash_wgpu.largest_n_k(spec))):
         flash_wgpu.check_loop_budget(spec)
@@ -425,10 +430,12 @@ def test_lavapipe_stops_long_loops_and_run_spec_refuses_them(gpu):
                 {"binding": 1, "type": "storage", "data": None, "size": 4, "name": "out", "output": True}],
             "workgroups": [1, 1, 1]}
     assert int(np.frombuffer(gpu.run_spec(spec)["out"], "<u4")[0]) == gpu.LAVAPIPE_LOOP_LIMIT
-    # ... so a flash dispatch whose bound is over the limit is refused before it runs.
+    # ... so a flash dispatch whose bound is over the limit is refused before it runs (a
+    # learner-shaped shader that loops over each chunk's slots reaches it at N = 8192).
     q, k, v, _ = make_inputs(20, (), 2, 8192, 64)
+    spec = dict(mirror.dispatch_spec(q, k, v), code=gpu.shader_source("flash_fwd.wgsl"))
     with pytest.raises(ValueError, match="lavapipe/llvmpipe stops a shader invocation"):
-        gpu.forward(q, k, v)
+        gpu.run_spec(spec)
 
 
 @pytest.mark.parametrize("n", [1024, 2048])

@@ -1,34 +1,126 @@
 """Hardware figures the lab quotes, named once. Pages read them through the build
 (build.py stamps ``{{hardware.<name>}}``), Python code imports them from here.
 
-The A100 figures are those of Dao et al. 2022 (arXiv:2205.14135), Sec. 2.1 and Fig. 1: on-chip
-SRAM of 192 KB per streaming multiprocessor, HBM bandwidth 1.5 TB/s (the 40 GB part), and
-312 TFLOP/s of fp16 tensor-core arithmetic.
+Which "SRAM" is meant matters, because the paper's M and what a kernel may use differ:
+
+- **The paper's M.** Dao et al. 2022 (arXiv:2205.14135), Sec. 2.1 and Fig. 1, give the A100
+  192 KB of on-chip SRAM per streaming multiprocessor (SM). That is the SM's L1 cache and its
+  shared memory *together* (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020: "192 KB
+  of combined shared memory and L1 data cache"). Our IO model's Figure 2 recount uses this M,
+  as the paper does (:data:`A100_SRAM_BYTES`).
+- **What one kernel gets.** Of those 192 KB, at most 164 KB per SM can be configured as shared
+  memory, and one thread block may use at most 163 KB of it (CUDA C++ Programming Guide,
+  "Technical Specifications per Compute Capability", compute capability 8.0). A real kernel's
+  tiles must fit :data:`A100_SMEM_PER_BLOCK_BYTES`, less than the paper's M.
+
+Peak rates (dense, no sparsity) are the vendor's datasheet figures:
+
+- A100 SXM4 40 GB: 108 SMs, 1.555 TB/s HBM2 (the paper rounds to 1.5), 312 TFLOP/s fp16/bf16
+  on tensor cores, 19.5 TFLOP/s fp32 without them (NVIDIA A100 datasheet; whitepaper Table 1).
+- H100 SXM5 80 GB: 132 SMs, 3.35 TB/s HBM3, 989.4 TFLOP/s fp16/bf16 dense, 67 TFLOP/s fp32 (NVIDIA H100
+  datasheet; H100 whitepaper Table 1); 228 KB of shared memory per SM, 227 KB per block
+  (programming guide, compute capability 9.0), out of 256 KB of L1 + shared memory.
+- H200 SXM 141 GB: the same GH100 chip as the H100 (so the same SMs, shared memory and
+  989 TFLOP/s), with 4.8 TB/s of HBM3e (NVIDIA H200 datasheet).
+
+These are leads, not measurements: what a kernel can reach is lower (clocks, power, the exp
+unit), which is why the pages quote a measured TFLOP/s as a *fraction* of the datasheet peak.
 """
 from __future__ import annotations
+
+from typing import Dict, NamedTuple
 
 FP16_BYTES = 2
 """Bytes per float16 (and bfloat16) element."""
 
 A100_SRAM_BYTES = 192 * 1024
-"""Bytes of SRAM per streaming multiprocessor of an A100 (the paper's M in bytes)."""
+"""Bytes of SRAM per SM of an A100 as the paper counts it (L1 + shared memory): the paper's M."""
 
 A100_SRAM_FP16_ELEMENTS = A100_SRAM_BYTES // FP16_BYTES
 """The paper's M in fp16 elements: 98304."""
 
+A100_SMEM_PER_SM_BYTES = 164 * 1024
+"""The most shared memory an A100 SM can be configured to have (compute capability 8.0)."""
+
+A100_SMEM_PER_BLOCK_BYTES = 163 * 1024
+"""The most shared memory one thread block may use on an A100 (compute capability 8.0)."""
+
+A100_SMEM_FP16_ELEMENTS = A100_SMEM_PER_BLOCK_BYTES // FP16_BYTES
+"""One block's shared-memory limit in fp16 elements: 83456 (the M a real kernel has)."""
+
 A100_HBM_BYTES_PER_S = 1.5e12
-"""HBM bandwidth of an A100, bytes per second."""
+"""HBM bandwidth of an A100, bytes per second (the paper's rounding of 1.555 TB/s)."""
 
 A100_FP16_FLOPS = 312e12
 """fp16 tensor-core arithmetic of an A100, FLOP per second."""
 
+H200_FP32_FLOPS = 67e12
+"""Dense float32 arithmetic of an H200 (SXM) on its CUDA cores, FLOP per second (NVIDIA's H200
+datasheet; the H100's figure): the ceiling for a WGSL shader, which has no tensor cores."""
+
+WARP_SIZE = 32
+"""Threads per warp on NVIDIA GPUs (a WebGPU subgroup on them has this size)."""
+
+
+class Gpu(NamedTuple):
+    """One GPU's datasheet peaks (dense fp16/bf16 tensor-core FLOP/s, HBM bytes/s) and layout."""
+    name: str
+    sms: int                    # streaming multiprocessors
+    fp16_flops: float           # dense fp16/bf16 tensor-core FLOP per second
+    fp32_flops: float           # dense fp32 FLOP per second on the CUDA cores (no tensor cores)
+    hbm_bytes_per_s: float      # HBM bandwidth, bytes per second
+    smem_per_sm_bytes: int      # the most shared memory an SM can have
+    smem_per_block_bytes: int   # the most shared memory one block may use
+    registers_per_sm: int       # 32-bit registers per SM
+    max_threads_per_sm: int     # resident threads per SM (64 warps of 32)
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """The roofline's ridge point π/β: below this intensity a kernel is memory-bound."""
+        return self.fp16_flops / self.hbm_bytes_per_s
+
+
+GPUS: Dict[str, Gpu] = {
+    "A100": Gpu("NVIDIA A100 SXM4 40GB", 108, A100_FP16_FLOPS, 19.5e12, A100_HBM_BYTES_PER_S,
+                A100_SMEM_PER_SM_BYTES, A100_SMEM_PER_BLOCK_BYTES, 65536, 2048),
+    "H100": Gpu("NVIDIA H100 SXM5 80GB", 132, 989.4e12, 67e12, 3.35e12, 228 * 1024, 227 * 1024,
+                65536, 2048),
+    "H200": Gpu("NVIDIA H200 SXM 141GB", 132, 989.4e12, H200_FP32_FLOPS, 4.8e12, 228 * 1024, 227 * 1024,
+                65536, 2048),
+}
+"""Datasheet peaks by short name (sources in the module docstring)."""
+
+
+def fraction_of_peak(tflops: float, gpu: str) -> float:
+    """A measured TFLOP/s as a fraction of ``gpu``'s dense fp16/bf16 tensor-core peak."""
+    if gpu not in GPUS:
+        raise ValueError("gpu must be one of %s, got %r" % (sorted(GPUS), gpu))
+    if isinstance(tflops, bool) or not isinstance(tflops, (int, float)) or tflops < 0:
+        raise ValueError("tflops must be a non-negative number, got %r" % (tflops,))
+    return tflops * 1e12 / GPUS[gpu].fp16_flops
+
 
 def as_dict() -> dict:
     """Every figure above by name, for the build to stamp into pages."""
-    return {"fp16_bytes": FP16_BYTES, "a100_sram_bytes": A100_SRAM_BYTES,
-            "a100_sram_kib": A100_SRAM_BYTES // 1024,
-            "a100_sram_fp16_elements": A100_SRAM_FP16_ELEMENTS,
-            "a100_hbm_bytes_per_s": A100_HBM_BYTES_PER_S, "a100_fp16_flops": A100_FP16_FLOPS,
-            "a100_hbm_tb_per_s": "%g" % (A100_HBM_BYTES_PER_S / 1e12),
-            "a100_fp16_tflops": "%g" % (A100_FP16_FLOPS / 1e12),
-            "a100_ridge_flop_per_byte": "%.0f" % (A100_FP16_FLOPS / A100_HBM_BYTES_PER_S)}
+    out = {"fp16_bytes": FP16_BYTES, "a100_sram_bytes": A100_SRAM_BYTES,
+           "a100_sram_kib": A100_SRAM_BYTES // 1024,
+           "a100_sram_fp16_elements": A100_SRAM_FP16_ELEMENTS,
+           "a100_smem_sm_kib": A100_SMEM_PER_SM_BYTES // 1024,
+           "a100_smem_block_kib": A100_SMEM_PER_BLOCK_BYTES // 1024,
+           "a100_smem_fp16_elements": A100_SMEM_FP16_ELEMENTS,
+           "a100_hbm_bytes_per_s": A100_HBM_BYTES_PER_S, "a100_fp16_flops": A100_FP16_FLOPS,
+           "a100_hbm_tb_per_s": "%g" % (A100_HBM_BYTES_PER_S / 1e12),
+           "a100_fp16_tflops": "%g" % (A100_FP16_FLOPS / 1e12),
+           "a100_ridge_flop_per_byte": "%.0f" % (A100_FP16_FLOPS / A100_HBM_BYTES_PER_S),
+           "h200_fp32_tflops": "%g" % (H200_FP32_FLOPS / 1e12), "warp_size": WARP_SIZE}
+    for key, gpu in GPUS.items():
+        k = key.lower()
+        out.update({k + "_name": gpu.name, k + "_sms": gpu.sms,
+                    k + "_tflops": "%g" % (gpu.fp16_flops / 1e12),
+                    k + "_fp32_tflops": "%g" % (gpu.fp32_flops / 1e12),
+                    k + "_hbm_tb_per_s": "%g" % (gpu.hbm_bytes_per_s / 1e12),
+                    k + "_ridge": "%.0f" % gpu.ridge_flop_per_byte,
+                    k + "_smem_block_kib": gpu.smem_per_block_bytes // 1024,
+                    k + "_regs_kib": gpu.registers_per_sm * 4 // 1024,
+                    k + "_max_warps": gpu.max_threads_per_sm // WARP_SIZE})
+    return out

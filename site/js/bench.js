@@ -16,7 +16,8 @@
  */
 
 import {base64ToBytes, bytesToBase64} from "./dom.js";
-import {copyOutputs, encodeSpec, openGpu, prepareSpec, release as releaseSpec} from "./gpu.js";
+import {copyOutputs, createPassTimer, destroyPassTimer, openGpu, prepareSpec, release as releaseSpec,
+        timeDispatch} from "./gpu.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -31,46 +32,20 @@ let nextId = 1;
 
 async function prepare(spec) {
   const gpu = await opened;
-  const {device} = gpu;
   // Binding data arrives as base64 (page.evaluate carries JSON). Every binding is in the layout
   // (an "auto" one holds only those an entry point uses).
   const bindings = spec.bindings.map((b) => ({...b, data: b.data ? base64ToBytes(b.data) : null}));
   const ready = await prepareSpec(gpu, {...spec, bindings}, {explicitLayout: true});
-  let query = null;
-  if (gpu.timestamps) {
-    query = {
-      set: device.createQuerySet({type: "timestamp", count: 2}),
-      resolve: device.createBuffer({size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC}),
-      read: device.createBuffer({size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST}),
-    };
-  }
   const id = nextId++;
-  prepared.set(id, {spec, ready, query});
+  prepared.set(id, {spec, ready, timer: createPassTimer(gpu)});
   return id;
 }
 
 async function dispatch(id) {
-  const {device} = await opened;
+  const gpu = await opened;
   const p = prepared.get(id);
   if (!p) throw new Error(`no prepared spec ${id}`);
-  const encoder = device.createCommandEncoder();
-  encodeSpec(encoder, p.ready, p.query ? {timestampWrites: {
-    querySet: p.query.set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1}} : {});
-  if (p.query) {
-    encoder.resolveQuerySet(p.query.set, 0, 2, p.query.resolve, 0);
-    encoder.copyBufferToBuffer(p.query.resolve, 0, p.query.read, 0, 16);
-  }
-  const started = performance.now();
-  device.queue.submit([encoder.finish()]);
-  await device.queue.onSubmittedWorkDone();
-  const wallMs = performance.now() - started;
-  let gpuMs = null;
-  if (p.query) {
-    await p.query.read.mapAsync(GPUMapMode.READ);
-    const [begin, end] = new BigUint64Array(p.query.read.getMappedRange().slice(0));
-    p.query.read.unmap();
-    gpuMs = Number(end - begin) / 1e6;  // timestamps are nanoseconds
-  }
+  const {gpuMs, wallMs} = await timeDispatch(gpu, p.ready, p.timer);
   const row = document.createElement("tr");
   for (const text of [p.spec.shader, p.spec.meta ? p.spec.meta.n_q : "?", (gpuMs ?? wallMs).toFixed(2),
                       gpuMs === null ? "wall" : "timestamp-query"]) {
@@ -95,11 +70,7 @@ function release(id) {
   const p = prepared.get(id);
   if (!p) return;
   releaseSpec(p.ready);
-  if (p.query) {
-    p.query.set.destroy();
-    p.query.resolve.destroy();
-    p.query.read.destroy();
-  }
+  destroyPassTimer(p.timer);
   prepared.delete(id);
 }
 

@@ -19,11 +19,13 @@
  *   const gpu = await openGpu();            // throws GpuUnavailable with a stated reason
  *   const {outputs, gpuMs} = await runSpec(gpu, spec);   // outputs: {name: Uint8Array}
  *
- * The pieces runSpec is made of, for a caller that dispatches one spec many times (js/bench.js):
+ * The pieces runSpec is made of, for a caller that dispatches one spec many times (js/bench.js,
+ * js/gpu-bench.js):
  *   openGpu({timestamps: true})             // also asks for "timestamp-query" when offered
  *   const prepared = await prepareSpec(gpu, spec, {explicitLayout})
  *   encodeSpec(encoder, prepared, passDescriptor);  const collect = await copyOutputs(gpu, prepared)
- *   release(prepared)
+ *   const timer = createPassTimer(gpu);  const {gpuMs, wallMs} = await timeDispatch(gpu, prepared, timer)
+ *   release(prepared);  destroyPassTimer(timer)
  */
 
 export class GpuUnavailable extends Error {
@@ -279,6 +281,51 @@ export async function copyOutputs(gpu, prepared, encoder = null) {
     }
     return outputs;
   };
+}
+
+/* A pair of GPU timestamps around one compute pass, with the buffers that read them back; null
+ * when the device has no "timestamp-query" (then timeDispatch reports wall time only). */
+export function createPassTimer(gpu) {
+  if (!gpu.timestamps) return null;
+  const {device} = gpu;
+  return {
+    set: device.createQuerySet({type: "timestamp", count: 2}),
+    resolve: device.createBuffer({size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC}),
+    read: device.createBuffer({size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST}),
+  };
+}
+
+export function destroyPassTimer(timer) {
+  if (!timer) return;
+  timer.set.destroy();
+  timer.resolve.destroy();
+  timer.read.destroy();
+}
+
+/* One dispatch of a prepared spec in one compute pass: resolves to {gpuMs, wallMs}, gpuMs from
+ * the timestamps written at the beginning and end of the pass (null without a timer), wallMs
+ * from submit to the queue's completion. */
+export async function timeDispatch(gpu, prepared, timer = null) {
+  const {device} = gpu;
+  const encoder = device.createCommandEncoder();
+  encodeSpec(encoder, prepared, timer ? {timestampWrites: {
+    querySet: timer.set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1}} : {});
+  if (timer) {
+    encoder.resolveQuerySet(timer.set, 0, 2, timer.resolve, 0);
+    encoder.copyBufferToBuffer(timer.resolve, 0, timer.read, 0, 16);
+  }
+  const started = performance.now();
+  device.queue.submit([encoder.finish()]);
+  await device.queue.onSubmittedWorkDone();
+  const wallMs = performance.now() - started;
+  let gpuMs = null;
+  if (timer) {
+    await timer.read.mapAsync(GPUMapMode.READ);
+    const [begin, end] = new BigUint64Array(timer.read.getMappedRange().slice(0));
+    timer.read.unmap();
+    gpuMs = Number(end - begin) / 1e6;  // timestamps are nanoseconds
+  }
+  return {gpuMs, wallMs};
 }
 
 /* Frees the buffers of a prepared spec (pipelines stay cached). */

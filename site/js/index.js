@@ -1,4 +1,4 @@
-// The module page: progress summary, the exercises table, and the four "run it" cells.
+// The module page: progress summary, the exercises table, and the episodes' "run it" cells.
 // Python runs only through runtime.js (nlpcore.web.viz.run_episode_cell); the worker is
 // started on the first click so the page itself loads instantly.
 
@@ -12,12 +12,12 @@ const FALLBACK_EXERCISES = [
     ladder: ["Predict", "Scratch", "Compose", "Probe a claim"], minutes: 90 },
   { id: "backward", title: "The backward pass by recomputation", tier: "browser",
     ladder: ["Harden", "Scratch"], minutes: 75 },
-  { id: "break-it", title: "Break it: where exactness ends", tier: "browser",
-    ladder: ["Predict", "Break it"], minutes: 50 },
   { id: "triton", title: "Port the kernel to Triton", tier: "gpu",
     ladder: ["Port", "Compose"], minutes: 120 },
-  { id: "wgsl", title: "The WGSL shader and its tile plan", tier: "systems",
+  { id: "wgsl", title: "The WGSL shader and its tile plan", tier: "systems · wgsl",
     ladder: ["Scratch", "Harden"], minutes: 120 },
+  { id: "break-it", title: "Break it: where exactness ends", tier: "browser",
+    ladder: ["Predict", "Break it"], minutes: 50 },
 ];
 
 // Accepts the shapes data/exercises.json may reasonably take: a list, or {exercises: [...]},
@@ -115,7 +115,7 @@ function renderExerciseRows(list) {
     tbody.append(
       el("tr", { "data-exercise": ex.id },
         el("td", {}, link, el("span", { class: "ex-id", text: ` ${ex.id}` })),
-        el("td", {}, el("span", { class: `tier tier-${ex.tier}`, text: ex.tier })),
+        el("td", {}, el("span", { class: `tier tier-${ex.tier.split(" ")[0]}`, text: ex.tier })),
         el("td", { text: ex.ladder.join(" · ") }),
         el("td", { text: ex.minutes ? `${ex.minutes} min` : "" }),
         el("td", { class: `status status-${status.state}`, "data-testid": `exercise-status-${ex.id}`, text: status.text }),
@@ -191,8 +191,9 @@ function runtime() {
 
 function readForm(form) {
   const params = {};
-  for (const input of form.querySelectorAll("input")) {
+  for (const input of form.querySelectorAll("input, select")) {
     if (input.type === "checkbox") params[input.name] = input.checked;
+    else if (input.tagName === "SELECT") params[input.name] = input.value;
     else params[input.name] = Number(input.value);
   }
   return params;

@@ -1,24 +1,33 @@
-/* The guided lab: numbered steps injected into lab.html's <section id="guided-steps">.
+/* The 60-minute lab F08.01, "FlashAttention: Exact Attention That Respects the Memory
+ * Hierarchy": numbered steps injected into lab.html's <section id="guided-steps">.
  *
- * The steps come from data/exercises.json ("lab", exported from nlpcore.lab.guided). Each ends
- * in a question; the answer is checked in Python (runtime.call("exercises.lab_check",
- * {step, answer, observed})), where `observed` is the detail of the last `lab:compared` event
- * that js/lab.js dispatches after every comparison run (js/lab.js mounts the steps with
- * mountGuidedSteps(lastComparison), handing over the comparison it already has, so this module
- * never imports lab.js back). A passed step is saved with
- * progress.js under area "lab" (with the answer), so index.html counts it.
+ * The steps come from data/exercises.json ("lab", exported from nlpcore.lab.guided). Each is
+ * one move of the cycle predict -> run -> measure -> explain and ends in a question; the answer
+ * is checked in Python (runtime.call("exercises.lab_check", {step, answer, observed})), where
+ * `observed` is the detail of the last `lab:compared` event that js/lab.js dispatches after
+ * every comparison run (js/lab.js mounts the steps with mountGuidedSteps(lastComparison), so
+ * this module never imports lab.js back), plus `timing`, the learner's own timing of the tiled
+ * and naive shaders (the panel inside the step that carries `timing`). A passed step is saved
+ * with progress.js under area "lab" (with the answer), so index.html counts it.
  *
  * Hooks: [data-testid=lab-step][data-step=<id>] carries data-status todo|pass|fail;
  * inside it [data-testid=lab-answer] (input, or radio buttons), [data-testid=lab-check] and
- * [data-testid=lab-verdict].
+ * [data-testid=lab-verdict]. The timing panel: [data-testid=lab-timing] with data-status
+ * idle|running|done|error, its sizes input [data-testid=lab-timing-sizes], its button
+ * [data-testid=lab-timing-run] and one row per N in [data-testid=lab-timing-rows].
  */
 import {getRuntime} from "./runtime.js";
 import {isDone, markStep} from "./progress.js";
 import {renderMarkdown} from "./md.js";
 import {el} from "./dom.js";
+import {encodeSpec, openGpu, prepareSpec, release} from "./gpu.js";
 
 const CHECK_TIMEOUT_MS = 20000;
+const SPEC_TIMEOUT_MS = 60000;
+const TIMING_REPEATS = 3;  // timed dispatches per (shader, N), after one untimed warm-up
+const TIMING_MAX_SIZES = 5;
 let observed = null;
+let timing = null;  // {adapter, d, rows: [{n, tiled_ms, naive_ms}]}
 
 document.addEventListener("lab:compared", (event) => {
   observed = event.detail || null;
@@ -29,11 +38,15 @@ function ensureStylesheet() {
   document.head.append(el("link", {rel: "stylesheet", href: new URL("../css/exercise.css", import.meta.url).href}));
 }
 
-/* A JSON-safe copy of the comparison detail (only the fields the checks read). */
+/* A JSON-safe copy of what the checks read: the comparison's fields and the timing. */
 function observedPayload() {
-  if (!observed) return null;
-  const {status, maxAbsErr, params, plan, error, adapter} = observed;
-  return JSON.parse(JSON.stringify({status, maxAbsErr, params, plan, error, adapter}));
+  const out = {};
+  if (observed) {
+    const {status, maxAbsErr, params, plan, error, adapter} = observed;
+    Object.assign(out, JSON.parse(JSON.stringify({status, maxAbsErr, params, plan, error, adapter})));
+  }
+  if (timing) out.timing = JSON.parse(JSON.stringify(timing));
+  return Object.keys(out).length ? out : null;
 }
 
 function answerOf(item, stepEl) {
@@ -44,12 +57,115 @@ function answerOf(item, stepEl) {
   return stepEl.querySelector('[data-testid="lab-answer"]').value.trim();
 }
 
+/* ---- the timing panel: tiled vs naive on the learner's GPU ------------------------------ */
+
+let gpuPromise = null;
+function gpuOnce() {
+  if (!gpuPromise) gpuPromise = openGpu();
+  return gpuPromise;
+}
+
+/* Median wall time (submit -> onSubmittedWorkDone) of one spec, after a warm-up dispatch. */
+async function timeSpec(gpu, spec) {
+  const ready = await prepareSpec(gpu, spec);
+  try {
+    const once = async () => {
+      const encoder = gpu.device.createCommandEncoder();
+      encodeSpec(encoder, ready);
+      const started = performance.now();
+      gpu.device.queue.submit([encoder.finish()]);
+      await gpu.device.queue.onSubmittedWorkDone();
+      return performance.now() - started;
+    };
+    await once();
+    const times = [];
+    for (let i = 0; i < TIMING_REPEATS; i++) times.push(await once());
+    times.sort((a, b) => a - b);
+    return times[Math.floor(times.length / 2)];
+  } finally {
+    release(ready);
+  }
+}
+
+function parseSizes(text) {
+  const sizes = text.split(/[\s,]+/).filter(Boolean).map(Number);
+  if (!sizes.length || sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 8192)) {
+    throw new Error("list whole numbers from 1 to 8192, separated by commas");
+  }
+  if (sizes.length > TIMING_MAX_SIZES) throw new Error(`list at most ${TIMING_MAX_SIZES} sizes`);
+  return [...new Set(sizes)].sort((a, b) => a - b);
+}
+
+function renderTimingPanel(defaults, runtime) {
+  const box = el("div", {class: "lab-timing", "data-testid": "lab-timing", "data-status": "idle"});
+  const sizes = el("input", {type: "text", value: defaults.sizes.join(", "), size: "24",
+                             "data-testid": "lab-timing-sizes", "aria-label": "sequence lengths N to time"});
+  const button = el("button", {type: "button", "data-testid": "lab-timing-run", text: "Time the shaders"});
+  const status = el("p", {class: "small", role: "status", text:
+      `One head, d = ${defaults.d}, float32; each (shader, N) is dispatched once to warm up, ` +
+      `then ${TIMING_REPEATS} times; the table shows the median wall time (submit to done).`});
+  const body = el("tbody", {"data-testid": "lab-timing-rows"});
+  const table = el("table", {class: "results", hidden: ""},
+                   el("thead", {}, el("tr", {},
+                      ...["N", "tiled ms", "naive ms", "naive / tiled", "tiled GFLOP/s"].map(
+                          (t) => el("th", {scope: "col", text: t})))), body);
+  box.append(el("div", {class: "answer"}, el("label", {}, "N: ", sizes), button), status, table);
+  button.addEventListener("click", async () => {
+    let list;
+    try {
+      list = parseSizes(sizes.value);
+    } catch (error) {
+      status.textContent = `Cannot time: ${error.message}.`;
+      box.dataset.status = "error";
+      return;
+    }
+    button.disabled = true;
+    box.dataset.status = "running";
+    body.replaceChildren();
+    table.hidden = false;
+    const rows = [];
+    try {
+      const gpu = await gpuOnce();
+      for (const n of list) {
+        status.textContent = `timing N = ${n} on ${gpu.name}…`;
+        const ms = {};
+        for (const kernel of ["tiled", "naive"]) {
+          const spec = await runtime.call("exercises.lab_timing_spec", {n, kernel}, {timeoutMs: SPEC_TIMEOUT_MS});
+          ms[kernel] = await timeSpec(gpu, spec);
+        }
+        const row = {n, tiled_ms: ms.tiled, naive_ms: ms.naive};
+        rows.push(row);
+        const gflops = 4 * n * n * defaults.d / (ms.tiled * 1e-3) / 1e9;
+        body.append(el("tr", {"data-n": String(n)},
+                       el("td", {text: String(n)}), el("td", {class: "num", text: ms.tiled.toPrecision(3)}),
+                       el("td", {class: "num", text: ms.naive.toPrecision(3)}),
+                       el("td", {class: "num", text: (ms.naive / ms.tiled).toFixed(2)}),
+                       el("td", {class: "num", text: gflops.toPrecision(3)})));
+      }
+      timing = {adapter: gpu.name, d: defaults.d, rows};
+      status.textContent = `Timed on ${gpu.name}. Wall times include the submit; at small N that ` +
+          "overhead is most of what you see.";
+      box.dataset.status = "done";
+    } catch (error) {
+      status.textContent = `Timing failed: ${error.message}`;
+      box.dataset.status = "error";
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return box;
+}
+
+/* ---- one step --------------------------------------------------------------------------- */
+
 function renderStep(item, runtime) {
   const done = isDone("lab", item.id, null);
   const li = el("li", {class: "lab-step", "data-testid": "lab-step", "data-step": item.id,
                        "data-status": done ? "pass" : "todo"});
-  li.append(el("h3", {text: `${item.number}. ${item.title}`}));
+  li.append(el("h3", {}, `${item.number}. `, el("span", {class: "lab-kind", text: item.kind}),
+               ` ${item.title}`, el("span", {class: "small", text: ` · ${item.minutes} min`})));
   li.append(renderMarkdown(item.do, "md"));
+  if (item.timing) li.append(renderTimingPanel(item.timing, runtime));
   li.append(el("p", {class: "question", text: item.question}));
   const form = el("form", {class: "answer-form"});
   if (item.answer.kind === "choice") {
@@ -65,9 +181,9 @@ function renderStep(item, runtime) {
   }
   const row = el("div", {class: "answer"});
   if (item.answer.kind !== "choice") {
-    row.append(el("input", {type: "text", inputmode: "decimal", "data-testid": "lab-answer",
-                            "aria-label": item.question, placeholder: item.answer.placeholder || "",
-                            size: "16"}));
+    row.append(el("input", {type: "text", inputmode: item.answer.kind === "integer" ? "numeric" : "decimal",
+                            "data-testid": "lab-answer", "aria-label": item.question,
+                            placeholder: item.answer.placeholder || "", size: "16"}));
     if (item.answer.unit) row.append(el("span", {class: "small", text: item.answer.unit}));
   }
   const button = el("button", {type: "submit", "data-testid": "lab-check", text: "Check"});
@@ -108,11 +224,13 @@ export async function mountGuidedSteps(lastComparison = () => null) {
   ensureStylesheet();
   section.classList.add("panel", "guided");
   section.setAttribute("data-testid", "guided-steps");
-  section.append(el("h2", {text: "Guided lab (about 60 minutes)"}));
+  section.append(el("h2", {text: "The lab, step by step (60 minutes)"}));
   section.append(el("p", {class: "small", text:
-      "Work through the steps in order. Each uses the comparison above, the visualizer or the IO " +
-      "model, and ends in a question that this page checks (in Python, in the worker). Passed " +
-      "steps are saved to your progress on the module page."}));
+      "Each step is one move of the cycle predict → run → measure → explain: predict before " +
+      "you look, run the comparison above (or the visualizer, or an episode's cell), measure, " +
+      "then explain what you saw. Every step ends in a question that this page checks in " +
+      "Python, against the library or against what your own run reported. Passed steps are " +
+      "saved to your progress on the module page."}));
   let steps;
   try {
     const resp = await fetch(new URL("../data/exercises.json", import.meta.url), {cache: "no-cache"});

@@ -114,6 +114,7 @@ function showPlan(prepared) {
   const plan = prepared.plan;
   const heads = prepared.args.heads;
   $("plan").textContent = `Br = ${plan.br} query rows × Bc = ${plan.bc} key rows, ` +
+      `${plan.ks} invocation${plan.ks > 1 ? "s" : ""} per row (64 head dims of q and o each, in registers), ` +
       `${plan.workgroup_size} invocations per workgroup`;
   $("tile-bytes").textContent = `${plan.bytes_used} / ${plan.storage_limit} bytes`;
   $("tile-bytes").dataset.bytes = String(plan.bytes_used);

@@ -10,14 +10,17 @@
  * [data-testid=perf-targets] lists every target with data-status = met | missed | not-measured.
  */
 
+import {mountGpuBench} from "./gpu-bench.js";
+
 const RESULTS = {
   numpy: "bench/results/numpy_attention.json",
   webgpu: "bench/results/webgpu_attention.json",
+  webgpu_h200: "bench/results/webgpu_h200.json",
   io: "bench/results/io_claim.json",
   readiness: "bench/results/page_readiness.json",
   triton: "bench/results/triton_h200.json",
 };
-const LABELS = {numpy: "NumPy", webgpu: "WebGPU", io: "IO claim", readiness: "page readiness", triton: "Triton H200"};
+const LABELS = {numpy: "NumPy", webgpu: "WebGPU", webgpu_h200: "WebGPU on the H200", io: "IO claim", readiness: "page readiness", triton: "Triton H200"};
 const COLORS = {naive: "#b3261e", flash: "#2456c7", flash2: "#17794a", theory: "#8a8f99",
                 tiled: "#2456c7", triton: "#2456c7", cudnn: "#8a5a00", efficient: "#8a8f99"};
 const BACKEND_COLORS = {triton: "#2456c7", flash: "#17794a", cudnn: "#8a5a00", efficient: "#b3261e"};
@@ -374,6 +377,72 @@ function showWebgpu(record) {
   $("webgpu-machine").textContent = machineLine(record);
 }
 
+/* ---- 2b. WebGPU on the H200 -------------------------------------------------------------- */
+
+function showWebgpuH200(record) {
+  const engine = (record.engines || []).find((e) => e.rows && e.rows.length && e.cpu_adapter === false);
+  if (!engine) throw new Error("webgpu_h200.json has no GPU engine with rows");
+  const peak = record.gpu_peak_fp32_tflops;
+  const heads = [...new Set(engine.rows.map((r) => r.heads || 1))].sort((a, b) => a - b);
+  const sizes = [...new Set(engine.rows.map((r) => r.n))].sort((a, b) => a - b);
+  const datasets = [];
+  for (const h of heads) {
+    for (const kernel of ["tiled", "naive"]) {
+      const pts = engine.rows.filter((r) => (r.heads || 1) === h && r.kernel === kernel && r.valid)
+          .map((r) => ({x: r.n, y: r.tflops}));
+      if (pts.length) {
+        datasets.push(lineSet(`${kernel}, ${h} head${h > 1 ? "s" : ""}`, pts,
+                              kernel === "tiled" ? COLORS.tiled : COLORS.naive, {borderDash: h > 1 ? [6, 4] : []}));
+      }
+    }
+  }
+  draw("chart-h200-tflops", logLogConfig(datasets, powerOfTwoTicks, "TFLOP/s", (v) => fmt(v),
+       (ctx) => `${ctx.dataset.label}: ${fmt(ctx.parsed.y)} TFLOP/s at N = ${ctx.parsed.x}`));
+  const speed = Object.fromEntries((engine.speedups || []).map((s) => [`${s.heads || 1}/${s.n}`, s.naive_over_tiled]));
+  const guide = (label, value, color) => ({type: "line", label, data: sizes.map(() => value), borderColor: color,
+                                           borderDash: [6, 4], borderWidth: 1.5, pointRadius: 0});
+  draw("chart-h200-speedup", {
+    type: "bar",
+    data: {labels: sizes.map(String),
+           datasets: [...heads.map((h, i) => ({label: `${h} head${h > 1 ? "s" : ""}`,
+                                               data: sizes.map((n) => speed[`${h}/${n}`] ?? null),
+                                               backgroundColor: i === 0 ? COLORS.tiled : "#17794a"})),
+                      guide("parity (1×)", 1, "#8a8f99")]},
+    options: {responsive: true, maintainAspectRatio: false, animation: false,
+              scales: {x: {title: {display: true, text: "N"}},
+                       y: {type: "logarithmic", title: {display: true, text: "naive time / tiled time (log)"}}},
+              plugins: {legend: {position: "bottom"},
+                        tooltip: {callbacks: {label: (ctx) => `${ctx.dataset.label}: ${fmt(ctx.parsed.y)}×`}}}},
+  });
+  const body = $("h200-rows");
+  body.textContent = "";
+  for (const h of heads) {
+    for (const n of sizes) {
+      const get = (k) => engine.rows.find((r) => (r.heads || 1) === h && r.n === n && r.kernel === k);
+      const tiled = get("tiled");
+      const naive = get("naive");
+      if (!tiled) continue;
+      const naiveText = !naive ? "–" : (naive.refused ? "refused: S does not fit" : fmt(naive.ms));
+      row(body, [String(h), String(n), fmt(tiled.ms), naiveText,
+                 speed[`${h}/${n}`] ? `${fmt(speed[`${h}/${n}`])}×` : "–", fmt(tiled.tflops),
+                 peak ? `${fmt(100 * tiled.tflops / peak, 2)} %` : "–"]);
+    }
+  }
+  const plan = record.parameters.plan || {};
+  $("webgpu-h200-notes").textContent =
+      `Tile plan (tiling.plan, d = ${plan.d}): ${plan.br} query rows a workgroup, ${plan.ks} invocation(s) a row, ` +
+      `key tiles of ${plan.bc}, ${plan.bytes_used} of ${plan.storage_limit} bytes of workgroup memory. ` +
+      (peak ? `Peak float32 rate used for the last column: ${peak} TFLOP/s (${record.gpu_peak_source}). ` : "") +
+      `Every output was checked against NumPy (float64) on ${record.parameters.checked_rows_per_head} sampled rows per head ` +
+      `before timing. The naive shader's S needs heads·N²·4 bytes; sizes where that passes the adapter's binding limit ` +
+      `(${fmt(engine.naive_max_buffer_bytes / 2 ** 30, 2)} GiB) are refused, not timed. What limits the tiled shader: ` +
+      `float32 arithmetic on CUDA cores (WebGPU has no tensor-core access), one workgroup-memory load per four ` +
+      `multiply-adds, and at one head and small N too few rows to fill the GPU (bench/README.md, “WGSL on the H200”).`;
+  $("webgpu-h200-machine").textContent =
+      `Recorded ${record.recorded_at} on ${engine.adapter}, driver ${(engine.adapter_info || {}).description || "?"}, ` +
+      `wgpu ${(engine.versions || {}).wgpu || "?"}, timing: ${engine.timing}. Command: ${record.command || "?"}`;
+}
+
 /* ---- 3. IO ------------------------------------------------------------------------------ */
 
 function showIo(record) {
@@ -487,25 +556,34 @@ function showTriton(record) {
     label: b === "triton" ? "this lab's Triton" : `SDPA ${b}`,
     data: results.map((r) => (r[pass] && r[pass][b] && Number.isFinite(r[pass][b].tflops) ? r[pass][b].tflops : null)),
     backgroundColor: BACKEND_COLORS[b] || "#5b6475"}));
+  // The dense bf16 peak of the recorded GPU (nlpcore.hardware, stamped into the section by the build).
+  const peak = Number($("triton").dataset.peakTflops);
+  const ofPeak = (tflops) => (peak > 0 ? ` (${(100 * tflops / peak).toFixed(0)}% of the ${peak} TFLOP/s peak)` : "");
   const config = (pass) => ({type: "bar", data: {labels, datasets: sets(pass)},
     options: {responsive: true, maintainAspectRatio: false, animation: false,
               scales: {y: {title: {display: true, text: "TFLOP/s"}}, x: {ticks: {autoSkip: false, maxRotation: 60}}},
-              plugins: {legend: {position: "bottom"}}}});
+              plugins: {legend: {position: "bottom"},
+                        tooltip: {callbacks: {label: (ctx) => `${ctx.dataset.label}: ${ctx.parsed.y.toFixed(0)} TFLOP/s${ofPeak(ctx.parsed.y)}`}}}}});
   draw("chart-triton-fwd", config("fwd"));
   draw("chart-triton-bwd", config("bwd"));
   const env = record.env || {};
   $("triton-notes").textContent =
       `${env.gpu || "GPU ?"}, driver ${env.driver || "?"}, torch ${env.torch || "?"}, triton ${env.triton || "?"}, ` +
       `recorded ${env.date_utc || "?"}; ${record.dtype || ""}, ${record.flops ? "FLOPs = " + record.flops : ""}; ` +
-      `${record.timing || ""}. Correctness checks before timing: ${record.all_checks_pass ? "all passed" : "NOT all passed"}.`;
+      `${record.timing || ""}. Correctness checks before timing: ${record.all_checks_pass ? "all passed" : "NOT all passed"}.` +
+      backends.map((b) => {
+        const best = Math.max(...results.map((r) => (r.fwd && r.fwd[b] && Number.isFinite(r.fwd[b].tflops) ? r.fwd[b].tflops : 0)));
+        return ` Best forward, ${b === "triton" ? "this lab's Triton" : "SDPA " + b}: ${best.toFixed(0)} TFLOP/s${ofPeak(best)}.`;
+      }).join("");
 }
 
 /* ---- start ------------------------------------------------------------------------------ */
 
-const SHOW = {numpy: showNumpy, webgpu: showWebgpu, io: showIo, readiness: showReadiness, triton: showTriton};
-const SECTION = {numpy: "numpy", webgpu: "webgpu", io: "io", readiness: "readiness", triton: "triton"};
+const SHOW = {numpy: showNumpy, webgpu: showWebgpu, webgpu_h200: showWebgpuH200, io: showIo, readiness: showReadiness, triton: showTriton};
+const SECTION = {numpy: "numpy", webgpu: "webgpu", webgpu_h200: "webgpu-h200", io: "io", readiness: "readiness", triton: "triton"};
 
 async function main() {
+  mountGpuBench($("gpu-bench"));
   $("chart-status").textContent = chartAvailable() ? "" :
       "Plots are unavailable: the vendored Chart.js (vendor/chartjs/chart.umd.js) did not load, so only the tables are shown.";
   const files = await listedFiles();

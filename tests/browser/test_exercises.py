@@ -116,13 +116,17 @@ def test_break_it_draws_the_live_kill_matrix(page, site_url, browser_helpers):
 
 
 def test_triton_lists_local_checks_with_commands(page, site_url, browser_helpers):
+    open_exercise(page, site_url, browser_helpers, "triton", "port")
+    local = page.locator("[data-local-check]")
+    assert local.count() == 2                                 # the kernel: interpreter and GPU
+    assert "check_triton" in local.first.inner_text()
+    assert "kernel_starter.py" in page.inner_text("#panels")  # the kernel the learner writes
     open_exercise(page, site_url, browser_helpers, "triton", "compose")
     local = page.locator("[data-local-check]")
-    assert local.count() == 3
-    assert "check_triton" in local.first.inner_text()
+    assert local.count() == 1 and "triton_h200.py" in local.first.inner_text()
     assert page.locator("[data-testid=check]").count() == 0   # before a run: none graded yet
     page.click("[data-testid=load-solution]")
-    assert run_checks(page) == ["pass"] * 3                   # local checks are not data-testid=check
+    assert run_checks(page) == ["pass"] * 6                   # local checks are not data-testid=check
     note = page.locator("#plot-note")
     page.wait_for_function("document.getElementById('plot-note').dataset.state !== undefined")
     assert note.get_attribute("data-state") in ("ready", "missing"), note.inner_text()

@@ -1,13 +1,18 @@
 """The guided lab on lab.html, end to end: every step answered and checked in the page (answers
-computed here from the same library, or read from what the page reported), saved into progress,
-and counted on index.html."""
+computed here from the same library, or read from what the page itself reported or measured),
+saved into progress, and counted on index.html."""
 from __future__ import annotations
+
+import os
+import pathlib
 
 from nlpcore.lab import guided
 
 
 def answer(page, step, value=None, choice=None):
     item = page.locator(f"[data-testid=lab-step][data-step={step}]")
+    verdict = item.locator("[data-testid=lab-verdict]")
+    verdict.evaluate("v => { v.dataset.status = ''; }")
     if choice is not None:
         item.locator(f"input[type=radio][value='{choice}']").check()
     else:
@@ -17,43 +22,79 @@ def answer(page, step, value=None, choice=None):
         "step => { const v = document.querySelector(`[data-testid=lab-step][data-step=${step}] "
         "[data-testid=lab-verdict]`); return v && ['pass', 'fail', 'error'].includes(v.dataset.status); }",
         arg=step, timeout=60000)
-    return item.get_attribute("data-status"), item.locator("[data-testid=lab-verdict]").inner_text()
+    return item.get_attribute("data-status"), verdict.inner_text()
 
 
-def test_guided_lab_end_to_end(page, site_url, browser_helpers):
+def rerun(page, browser_helpers, d, statuses):
+    page.fill("#in-d", str(d))
+    page.click("[data-testid=run]")
+    page.wait_for_function(
+        "d => { const c = document.querySelector('[data-testid=compare]');"
+        " return c.dataset.status !== 'running'; }", arg=d, timeout=120000)
+    return browser_helpers.wait_for_status(page, "compare", statuses)
+
+
+def test_guided_lab_end_to_end(page, site_url, browser_helpers, tmp_path):
     page.goto(f"{site_url}lab.html")
     page.locator("[data-testid=lab-step]").first.wait_for(timeout=60000)
     assert page.locator("[data-testid=lab-step]").count() == len(guided.STEPS)
+    assert guided.TITLE in page.inner_text("h1")
     assert browser_helpers.wait_for_runtime(page) == "ready"
     status = browser_helpers.wait_for_status(page, "compare", ["match", "no-webgpu", "mismatch", "error"])
     assert status in ("match", "no-webgpu"), page.inner_text("[data-testid=compare]")
 
-    wrong = answer(page, "run-compare", value="12345")
-    assert wrong[0] == "fail"
+    assert answer(page, "predict-agree", choice=0)[0] == "fail"
+    assert answer(page, "predict-agree", choice=guided._step("predict-agree")["answer"]["right"])[0] == "pass"
+    state, text = answer(page, "run-compare", value="12345")
+    assert state == "fail" and "data-" not in text
     reported = page.get_attribute("[data-testid=compare]", "data-max-abs-err")
     assert answer(page, "run-compare", value=reported)[0] == "pass"
+    assert answer(page, "run-compare", value="true")[0] == "fail"
     assert answer(page, "why-not-zero", choice=0)[0] == "fail"
-    assert answer(page, "why-not-zero", choice=guided.WHY_ANSWER)[0] == "pass"
+    assert answer(page, "why-not-zero", choice=guided._step("why-not-zero")["answer"]["right"])[0] == "pass"
 
     # tile-bytes needs a run with d = TILE_D: before it, the page says so.
     state, text = answer(page, "tile-bytes", value=1)
     assert state == "fail" and f"d = {guided.TILE_D}" in text
-    page.fill("#in-d", str(guided.TILE_D))
-    page.click("[data-testid=run]")
-    page.wait_for_function(
-        "d => document.querySelector('[data-testid=compare]').dataset.status !== 'running'"
-        " && document.querySelector('[data-testid=tile-bytes]').dataset.bytes"
-        " && document.querySelector('#plan').textContent.length > 0", arg=guided.TILE_D,
-        timeout=120000)
-    browser_helpers.wait_for_status(page, "compare", ["match", "no-webgpu"])
+    rerun(page, browser_helpers, guided.TILE_D, ["match", "no-webgpu"])
     used = page.get_attribute("[data-testid=tile-bytes]", "data-bytes")
+    assert answer(page, "tile-bytes", value=f"{used}.5")[0] == "fail"  # an integer, strictly
     assert answer(page, "tile-bytes", value=used)[0] == "pass", used
+
+    rerun(page, browser_helpers, guided.REFUSE_D, ["error", "match", "no-webgpu"])
+    refused = page.get_attribute("[data-testid=compare]", "data-status") == "error"
+    assert refused == guided.plan_refuses()
+    assert answer(page, "tile-refuse", choice=0 if refused else 1)[0] == "pass"
 
     skipped = guided.skipped_tiles(guided.VIZ_N, guided.VIZ_D, guided.VIZ_M)
     assert answer(page, "causal-skip", value=skipped + 1)[0] == "fail"
     assert answer(page, "causal-skip", value=skipped)[0] == "pass"
+    assert answer(page, "io-ratio", value="%.2f" % guided.io_ratio_shortcut())[0] == "fail"
     assert answer(page, "io-ratio", value="%.2f" % guided.io_ratio())[0] == "pass"
-    assert answer(page, "memory-bound", choice=guided.BOUND_ANSWER)[0] == "pass"
+    assert answer(page, "small-m", value=guided.smallest_winning_m())[0] == "pass"
+
+    # Timing on this browser's GPU (SwiftShader here: small sizes keep it quick).
+    assert answer(page, "time-it", value=1)[0] == "fail"  # not timed yet
+    page.fill("[data-testid=lab-timing-sizes]", "16, 48")
+    page.click("[data-testid=lab-timing-run]")
+    page.wait_for_function(
+        "['done', 'error'].includes(document.querySelector('[data-testid=lab-timing]').dataset.status)",
+        timeout=120000)
+    assert page.get_attribute("[data-testid=lab-timing]", "data-status") == "done", \
+        page.inner_text("[data-testid=lab-timing]")
+    rows = page.eval_on_selector_all(
+        "[data-testid=lab-timing-rows] tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert [int(r[0]) for r in rows] == [16, 48]
+    assert answer(page, "time-it", value=rows[-1][3])[0] == "pass"
+    first = [answer(page, "small-n", choice=c)[0] for c in (0, 1)]
+    assert sorted(first) == ["fail", "pass"], first  # exactly one fits the table
+    if first[0] == "pass":  # choice 0 was right: answer it again so the step ends passed
+        assert answer(page, "small-n", choice=0)[0] == "pass"
+    assert answer(page, "fraction-of-peak", value=rows[-1][4])[0] == "pass"
+    assert answer(page, "memory-bound", choice=guided._step("memory-bound")["answer"]["right"])[0] == "pass"
+    shots = pathlib.Path(os.environ.get("LAB_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / "lab-guided.png"), full_page=True)
 
     page.goto(f"{site_url}index.html")
     page.wait_for_function("document.getElementById('progress').dataset.state === 'ready'")

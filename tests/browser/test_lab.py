@@ -278,3 +278,20 @@ def test_compare_pair_rules_for_fully_masked_rows():
     nan = o.copy()
     nan[0, 1, 0] = np.nan
     assert "NaN" in lab.compare_pair("gpu_vs_mirror", (nan, lse), (o, lse))["problem"]
+
+
+def test_lab_says_what_to_expect_on_a_real_gpu_from_the_records(page, site_url, lab_dist):
+    # Numbers on the page come from the recorded benchmarks, not typed into the page.
+    import json
+
+    record = json.loads((lab_dist / "bench" / "results" / "webgpu_h200.json").read_text())
+    engine = [e for e in record["engines"] if e.get("cpu_adapter") is False][0]
+    at = {s["n"]: s["naive_over_tiled"] for s in engine["speedups"] if s.get("heads", 1) == 1}
+    page.goto(site_url + "lab.html")
+    page.wait_for_function("document.querySelector('[data-testid=gpu-expectations]').dataset.status !== 'loading'")
+    assert page.get_attribute("[data-testid=gpu-expectations]", "data-status") == "recorded"
+    text = page.inner_text("[data-testid=gpu-expectations]")
+    assert engine["adapter"] in text
+    assert "{:.2g}× faster than the naive one at N = 2048".format(at[2048]) in text
+    assert "{:.2g}× at N = 4096".format(at[4096]) in text
+    assert "CPU adapters" in text

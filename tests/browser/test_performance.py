@@ -14,6 +14,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SECTIONS = {"numpy": ["chart-numpy-time", "chart-numpy-memory"],
             "webgpu": ["chart-webgpu-time", "chart-webgpu-speedup"],
+            "webgpu-h200": ["chart-h200-tflops", "chart-h200-speedup"],
             "io": ["chart-io-n", "chart-io-m"],
             "readiness": ["chart-readiness"],
             "triton": ["chart-triton-fwd", "chart-triton-bwd"]}
@@ -41,6 +42,7 @@ def test_performance_page_plots_what_was_recorded(page, site_url, lab_dist):
         recorded = (lab_dist / "bench" / "results").glob("*.json")
         files = {p.name for p in recorded}
         expected = {"numpy": "numpy_attention.json", "webgpu": "webgpu_attention.json", "io": "io_claim.json",
+                    "webgpu-h200": "webgpu_h200.json",
                     "readiness": "page_readiness.json", "triton": "triton_h200.json"}[name]
         if expected not in files:
             assert status == "not-recorded", name
@@ -108,3 +110,38 @@ def test_performance_page_says_what_is_not_yet_recorded(page, site_url, lab_dist
     assert "Not yet recorded" in page.inner_text("#triton")
     assert page.locator('[data-testid="perf-targets"] tr', has_text="Triton H200").first.get_attribute(
         "data-status") == "not-measured"
+
+
+def test_h200_section_reads_its_record(page, site_url, lab_dist):
+    record = json.loads((lab_dist / "bench" / "results" / "webgpu_h200.json").read_text())
+    engine = [e for e in record["engines"] if e.get("cpu_adapter") is False][0]
+    page.goto(site_url + "performance.html")
+    page.wait_for_function("document.querySelector('[data-testid=section-webgpu-h200]').dataset.status !== 'loading'")
+    assert page.get_attribute("[data-testid=section-webgpu-h200]", "data-status") == "recorded"
+    rows = page.query_selector_all("[data-testid=h200-rows] tbody tr")
+    assert len(rows) == len([r for r in engine["rows"] if r["kernel"] == "tiled"])
+    first = [r for r in engine["rows"] if r["kernel"] == "tiled"][0]
+    cells = rows[0].inner_text().split("\t")
+    assert cells[:2] == [str(first.get("heads", 1)), str(first["n"])]
+    assert abs(float(cells[5]) - first["tflops"]) <= 0.01 * first["tflops"]  # shown from the record
+    assert engine["adapter"] in page.inner_text("#webgpu-h200-machine")
+
+
+def test_time_your_gpu_runs_both_shaders_and_checks_them(page, site_url):
+    # The learner's own GPU (SwiftShader here) beside the H200 record: Python builds the specs
+    # and checks the outputs; nothing asserts a speed, only that both ran, matched NumPy, and a
+    # ratio and the record's columns were filled in.
+    page.goto(site_url + "performance.html")
+    page.wait_for_selector("[data-testid=gpu-bench-n-256]")
+    for n in ("1024", "2048"):
+        page.uncheck("[data-testid=gpu-bench-n-{}]".format(n))
+    page.check("[data-testid=gpu-bench-n-256]")
+    page.click("[data-testid=gpu-bench-run]")
+    page.wait_for_function("['done', 'error', 'no-webgpu'].includes("
+                           "document.querySelector('[data-testid=gpu-bench]').dataset.status)", timeout=180_000)
+    assert page.get_attribute("[data-testid=gpu-bench]", "data-status") == "done", page.inner_text("#gpu-bench")
+    rows = page.query_selector_all("[data-testid=gpu-bench-row]")
+    assert [r.get_attribute("data-n") for r in rows] == ["256"]
+    assert rows[0].get_attribute("data-valid") == "true"
+    assert float(rows[0].get_attribute("data-speedup")) > 0
+    assert "match NumPy" in rows[0].inner_text()

@@ -118,25 +118,25 @@ def _strided(count: int, wg: int) -> int:
 
 
 def _flash_iterations(c: Dict[str, int], n_k: int, unrolled: bool) -> int:
-    """Loop iterations of one invocation of flash_fwd.wgsl, loop by loop as the shader is
-    written (its "Loop budget" comment), over all ceil(n_k / BC) key tiles and assuming the
-    compiler unrolls nothing. ``unrolled``: the inner products go four per iteration, as in
-    wgsl/flash_fwd.wgsl, and the O update goes four columns per step; False for a shader of the
-    same shape written one product and one output element per step."""
-    br, bc, d, dv, wg = c["BR"], c["BC"], c["D"], c["DV"], c["WG"]
-    dot = (d // 4 + 1) + (d % 4 + 1) if unrolled else d + 1
-    # O update: four columns per step in flash_fwd.wgsl, one per step in a plainer shader.
-    pv_steps = _ceil_div(br * _ceil_div(dv, 4), wg) if unrolled else _ceil_div(br * dv, wg)
+    """Loop iterations of the busiest invocation of flash_fwd.wgsl, loop by loop as the shader
+    is written (its "Loop budget" comment), over all ceil(n_k / BC) key tiles. ``unrolled``:
+    the 64-dim register chunks are handled in straight-line code, as in wgsl/flash_fwd.wgsl;
+    False for a shader of the same shape that loops over the 16 slots of a chunk for each dot
+    product and each o update (a learner's, say), counted with those two loops per key."""
+    br, bc, ks = c["BR"], c["BC"], c["KS"]
+    chunk4 = tiling.CHUNK4
+    wg = br * ks
+    groups = _ceil_div(bc, 4)
     per_tile = (
         1                                                    # the j loop itself
-        + _strided(bc * d, wg) + _strided(bc * dv, wg)       # stage K_j, V_j
-        + _ceil_div(br * bc, wg) * (1 + dot) + 1             # S_ij
-        + _ceil_div(br, wg) * (1 + 2 * (bc + 1)) + 1         # online softmax, two loops per row
-        + pv_steps * (1 + bc + 1) + 1                        # O_i update
+        + _strided(bc * ks * chunk4, wg)                     # stage K_j and V_j
+        + (bc + 1 if ks > 1 else 0)                          # partial scores into s_part
+        + groups + 1                                         # four keys a step
+        + (groups * (ks + 1) if ks > 1 else 0)               # add the KS partial sums
     )
-    before = _strided(br * d, wg) + _strided(br * dv, wg) + _strided(br, wg)
-    after = _strided(br * dv, wg) + _strided(br, wg)
-    return before + _ceil_div(n_k, bc) * per_tile + 1 + after
+    if not unrolled:
+        per_tile += bc * 2 * (chunk4 + 1)                    # slot loops of dot and update
+    return _ceil_div(n_k, bc) * per_tile + 1
 
 
 def _naive_iterations(c: Dict[str, int], n_k: int) -> int:
@@ -150,8 +150,12 @@ def _naive_iterations(c: Dict[str, int], n_k: int) -> int:
 
 def _iterations_at(spec: dict, n_k: int) -> Optional[int]:
     try:
+        c = spec["constants"]
         if spec["shader"] == mirror.FLASH_SHADER:
-            return _flash_iterations(spec["constants"], n_k, unrolled=spec.get("code") is None)
+            return _flash_iterations(c, n_k, unrolled=spec.get("code") is None)
+        if spec.get("code") is not None and "BR" in c and "BC" in c:
+            # a learner's shader of the same shape (the wgsl exercise's), which may declare no KS
+            return _flash_iterations(dict(c, KS=c.get("KS", 1)), n_k, unrolled=False)
         if spec["shader"] == mirror.NAIVE_SHADER and spec.get("code") is None:
             return _naive_iterations(spec["constants"], n_k)
     except (KeyError, TypeError):  # constants of another shape: nothing known to count
@@ -172,8 +176,10 @@ def loop_iterations(spec: dict) -> Optional[int]:
     as lavapipe's loop limiter counts them (see :data:`LAVAPIPE_LOOP_LIMIT`), with no credit
     for loops the compiler may unroll; None for a shader it does not know.
 
-    flash_fwd.wgsl: about ceil(Nk / BC) key tiles times the per-tile count of the shader's
-    "Loop budget" comment (92 for d = dv = 64 with the default plan). attention_naive.wgsl:
+    flash_fwd.wgsl: ceil(Nk / BC) key tiles times the per-tile count of the shader's loops
+    (about 0.6 per key for d = dv = 64 with the default plan); an inline shader (``"code"``)
+    with overrides BR and BC, as the wgsl exercise's learner shaders have, is counted as one of
+    that shape that loops over its register chunks (KS = 1 unless it sets KS). attention_naive.wgsl:
     the longest of its three passes, Nk + 1 in its ``pv`` pass once Nk is large.
     """
     n_k = _n_k(spec)

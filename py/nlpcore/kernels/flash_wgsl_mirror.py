@@ -1,14 +1,15 @@
 """A NumPy float32 re-enactment of ``wgsl/flash_fwd.wgsl``, and the dispatch spec that runs it.
 
 The shader computes exact attention with FlashAttention's tiling (Dao et al. 2022,
-arXiv:2205.14135; loop order of FlashAttention-2, Dao 2023, arXiv:2307.08691): one workgroup
-per query tile Q_i keeps Q_i and its output accumulator in ``var<workgroup>`` memory and streams
-the key/value tiles K_j, V_j through it, keeping a running max m and sum l per row (the online
-softmax of Milakov & Gimelshein 2018, arXiv:1805.02867). :func:`forward` below does the same
-steps in the same order with the same names, in float32, so the GPU and this mirror agree to
-float32 rounding. Where the shader shares a tile's elements among its WG invocations
-(``for (var e = t; e < BR * BC; e += WG)``), the mirror does the whole tile in one NumPy
-statement; the barriers sit between those statements in both.
+arXiv:2205.14135; loop order and work split of FlashAttention-2, Dao 2023, arXiv:2307.08691):
+one workgroup per query tile of Br rows, each row owned by KS invocations that keep its slice
+of q, its output accumulator and its running max m and sum l in registers, while the key/value
+tiles K_j, V_j stream through ``var<workgroup>`` memory (the online softmax of Milakov &
+Gimelshein 2018, arXiv:1805.02867). :func:`forward` below does the same steps in the same order
+with the same names, in float32, so the GPU and this mirror agree to float32 rounding. Where
+the shader's invocations each hold a row slice in registers, the mirror holds all of them in
+one array indexed [row, lane, ...] and does a whole tile in one NumPy statement; the barriers
+sit between those statements in both.
 
 The same module builds the *dispatch spec* (plain data: shader file, override constants,
 buffers as little-endian bytes, workgroup counts) that the page's ``gpu.js`` and CPython's
@@ -47,6 +48,10 @@ MAX_BUFFER_BYTES = 134217728
 
 MAX_WORKGROUPS = 65535
 """WebGPU's default ``maxComputeWorkgroupsPerDimension``."""
+
+NAIVE_WORKGROUP_SIZE = 64
+"""Invocations per workgroup of ``attention_naive.wgsl`` (its ``override WG``), whatever the
+tiled shader's plan."""
 
 PARAMS_BYTES = 32
 """Size of the shaders' ``struct Params``: six u32, one f32 and one u32 of padding."""
@@ -159,16 +164,19 @@ def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None) 
 
 
 def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None,
-                  shader: str = FLASH_SHADER) -> dict:
+                  shader: str = FLASH_SHADER, max_buffer_bytes: int = MAX_BUFFER_BYTES) -> dict:
     """The dispatch spec (plain data) that runs ``shader`` on these inputs.
 
     Args:
         q (..., Nq, d), k (..., Nk, d), v (..., Nk, dv), causal, mask, scale: as in
             :func:`forward`.
-        plan: the tile plan (default ``tiling.plan(d, 4, dv=dv)``); the naive shader uses only
-            its workgroup size.
+        plan: the tile plan (default ``tiling.plan(d, 4, dv=dv)``); the naive shader does not
+            tile and ignores it.
         shader: ``"flash_fwd.wgsl"`` or ``"attention_naive.wgsl"`` (the baseline, which also
             gets a scratch (B, Nq, Nk) binding ``s`` for the scores it materialises).
+        max_buffer_bytes: the largest storage binding the naive shader's ``s`` may take
+            (WebGPU's default 128 MiB; a benchmark on a device created with a larger
+            ``maxStorageBufferBindingSize`` may pass that).
 
     Returns:
         ``{"shader", "entry", "constants", "bindings", "workgroups", "meta"}``: bindings are
@@ -202,15 +210,15 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
         workgroups = [-(-n_q // plan.br), 1, n_batch]
         counts = (("x (query tiles)", workgroups[0]), ("z (batch entries)", n_batch))
     else:
-        constants = {"D": d, "DV": dv, "WG": plan.workgroup_size}
+        constants = {"D": d, "DV": dv, "WG": NAIVE_WORKGROUP_SIZE}
         s_bytes = n_batch * n_q * n_k * 4
-        if s_bytes > MAX_BUFFER_BYTES:
+        if s_bytes > max_buffer_bytes:
             raise ValueError(
-                "the naive shader's score buffer s would take {} bytes, over WebGPU's default "
-                "maxStorageBufferBindingSize of {} bytes".format(s_bytes, MAX_BUFFER_BYTES)
+                "the naive shader's score buffer s would take {} bytes, over the "
+                "maxStorageBufferBindingSize of {} bytes".format(s_bytes, max_buffer_bytes)
             )
         bindings.append(_binding(7, "storage", "s", None, size=s_bytes))
-        wg = plan.workgroup_size
+        wg = NAIVE_WORKGROUP_SIZE
         passes = [
             {"entry": "scores", "workgroups": [-(-n_k // wg), n_q, n_batch]},
             {"entry": "softmax", "workgroups": [n_q, 1, n_batch]},
@@ -336,56 +344,73 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
 
 
 def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
-    """One workgroup of ``flash_fwd.wgsl``'s ``main``: query tile i of batch entry b."""
-    BR, BC, D, DV = launch.plan.br, launch.plan.bc, launch.plan.d, launch.plan.dv
+    """One workgroup of ``flash_fwd.wgsl``'s ``main``: query tile i of batch entry b.
+
+    The shader's invocation t owns row r = t // KS as lane t % KS, with 64 head dims of the
+    row's q and o (CHUNK4 vec4 slots) in registers; here one array holds what all invocations of
+    the workgroup hold, indexed [row, lane, dim]."""
+    p = launch.plan
+    BR, BC, D, DV, KS = p.br, p.bc, p.d, p.dv, p.ks
+    CHUNK = 4 * tiling.CHUNK4  # head dims per lane
     n_q, n_k = launch.q.shape[1], launch.k.shape[1]
-    scale = launch.scale
     q0 = i * BR  # first query row of the tile
     rows = min(BR, n_q - q0)  # Br, or fewer in the ragged last tile
+    r = np.arange(BR)  # each invocation's row within the tile
+    row_ok = r < rows  # rows past the end compute but store nothing
 
-    # Load Q_i (rows past the end read as 0), clear O_i, m = MASKED_SCORE, l = 0.
-    q_tile = np.zeros((BR, D), dtype=np.float32)
-    q_tile[:rows] = launch.q[b, q0:q0 + rows]
-    o_tile = np.zeros((BR, DV), dtype=np.float32)
-    m_row = np.full(BR, MASKED_SCORE, dtype=np.float32)
-    l_row = np.zeros(BR, dtype=np.float32)
+    # Each lane's 64 dims of q, pre-multiplied by the scale; o = 0, m = MASKED_SCORE, l = 0.
+    q_reg = np.zeros((BR, KS * CHUNK), dtype=np.float32)
+    q_reg[:rows, :D] = launch.q[b, q0:q0 + rows]
+    q_reg = (launch.scale * q_reg).reshape(BR, KS, CHUNK)  # (BR, KS, 64)
+    o_reg = np.zeros((BR, KS, CHUNK), dtype=np.float32)  # (BR, KS, 64)
+    m = np.full(BR, MASKED_SCORE, dtype=np.float32)
+    l = np.zeros(BR, dtype=np.float32)
 
     # Key tiles j = 0 .. j_end-1; with causal masking, tiles after the tile's last row are skipped.
     t_c = -(-n_k // BC)
     j_end = t_c
     if launch.causal:
         j_end = min(t_c, -(-(q0 + rows) // BC))
-    r = np.arange(BR)[:, None]  # (BR, 1) row within the tile
-    c = np.arange(BC)[None, :]  # (1, BC) column within the tile
     for j in range(j_end):
         k0 = j * BC
         cols = min(BC, n_k - k0)  # Bc, or fewer in the ragged last tile
 
-        # Stage K_j and V_j (rows past the end read as 0).
-        k_tile = np.zeros((BC, D), dtype=np.float32)
-        k_tile[:cols] = launch.k[b, k0:k0 + cols]
-        v_tile = np.zeros((BC, DV), dtype=np.float32)
-        v_tile[:cols] = launch.v[b, k0:k0 + cols]
+        # Stage K_j and V_j, zero-padded to KS·64 dims a key.
+        k_tile = np.zeros((BC, KS, CHUNK), dtype=np.float32)
+        k_tile.reshape(BC, -1)[:cols, :D] = launch.k[b, k0:k0 + cols]
+        v_tile = np.zeros((BC, KS, CHUNK), dtype=np.float32)
+        v_tile.reshape(BC, -1)[:cols, :DV] = launch.v[b, k0:k0 + cols]
 
-        # S_ij = scale · Q_i K_jᵀ; masked and out-of-range scores get the sentinel.
-        live = np.zeros((BR, BC), dtype=bool)  # r < rows && c < cols && allowed(...), short-circuit
-        live[:rows, :cols] = allowed(launch, b, q0 + r[:rows], k0 + c[:, :cols])
-        s_tile = np.where(live, scale * np.matmul(q_tile, k_tile.T), MASKED_SCORE)  # (BR, BC)
+        # KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile.
+        if KS > 1:
+            s_part = np.einsum("rsx,csx->rsc", q_reg, k_tile)  # (BR, KS, BC)
 
-        # Online softmax per row: m_new, P~ = exp(S - m_new) over S, l = alpha · l + rowsum P~.
-        m_old = m_row
-        m_new = np.maximum(m_old, s_tile.max(axis=1))  # (BR,)
-        s_tile = np.where(s_tile == MASKED_SCORE, np.float32(0), np.exp(s_tile - m_new[:, None]))
-        alpha_row = np.exp(m_old - m_new)  # (BR,)
-        l_row = alpha_row * l_row + s_tile.sum(axis=1, dtype=np.float32)
-        m_row = m_new
+        # Four keys g .. g+3 at a time.
+        for g in range(0, BC, 4):
+            if KS == 1:
+                s = np.matmul(q_reg[:, 0], k_tile[g:g + 4, 0].T)  # (BR, 4)
+            else:  # the row's KS partial sums, added in lane order
+                s = np.zeros((BR, 4), dtype=np.float32)
+                for lane in range(KS):
+                    s += s_part[:, lane, g:g + 4]
+            # Masked and out-of-range scores become the sentinel.
+            live = np.zeros((BR, 4), dtype=bool)  # row_ok && g + u < cols && allowed(...)
+            n_live = max(0, min(4, cols - g))
+            live[:rows, :n_live] = allowed(launch, b, q0 + r[:rows, None], k0 + g + np.arange(n_live)[None, :])
+            s = np.where(live, s, MASKED_SCORE)
 
-        # O_i = diag(alpha) O_i + P~_ij V_j.
-        o_tile = alpha_row[:, None] * o_tile + np.matmul(s_tile, v_tile)  # (BR, DV)
+            # Online softmax, then o = alpha · o + Σ_u p_u · v_{g+u}.
+            m_new = np.maximum(m, s.max(axis=1))  # (BR,)
+            p = np.where(s == MASKED_SCORE, np.float32(0), np.exp(s - m_new[:, None]))  # (BR, 4)
+            alpha = np.exp(m - m_new)  # (BR,)
+            l = alpha * l + p.sum(axis=1, dtype=np.float32)
+            m = m_new
+            o_reg = alpha[:, None, None] * o_reg + np.einsum("ru,usx->rsx", p, v_tile[g:g + 4])
 
-    # O_i = diag(l)^-1 O_i and lse = m + log l; a row with no allowed key keeps o = 0 and gets
+    # o = o / l and lse = m + log l; a row with no allowed key keeps o = 0 and gets
     # lse = MASKED_SCORE (dividing by safe_l = 1 there, as the shader does).
-    safe_l = np.where(l_row == 0, np.float32(1), l_row)
+    safe_l = np.where(l == 0, np.float32(1), l)
     out = b * n_q + q0
-    o.reshape(-1, DV)[out:out + rows] = (o_tile / safe_l[:, None])[:rows]
-    lse[out:out + rows] = np.where(l_row == 0, MASKED_SCORE, m_row + np.log(safe_l))[:rows]
+    o_rows = (o_reg.reshape(BR, KS * CHUNK) / safe_l[:, None])[:, :DV]
+    o.reshape(-1, DV)[out:out + rows] = o_rows[row_ok]
+    lse[out:out + rows] = np.where(l == 0, MASKED_SCORE, m + np.log(safe_l))[row_ok]

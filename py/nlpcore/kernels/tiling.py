@@ -1,23 +1,25 @@
-"""The tile plan for ``wgsl/flash_fwd.wgsl``: how big a query tile (Br rows) and a key/value
-tile (Bc rows) may be so that everything one workgroup keeps in ``var<workgroup>`` memory fits
-the WebGPU limit ``maxComputeWorkgroupStorageSize`` (16384 bytes by default; a page that asks
-for the default device gets exactly this much).
+"""The tile plan for ``wgsl/flash_fwd.wgsl``: how many query rows one workgroup owns (Br), how
+many invocations share a query row (KS), and how many keys a staged key/value tile holds (Bc),
+so that what one workgroup keeps in ``var<workgroup>`` memory fits the WebGPU limit
+``maxComputeWorkgroupStorageSize`` (16384 bytes by default; a page that asks for the default
+device gets exactly this much) and a workgroup has at most 256 invocations.
 
 This is FlashAttention's SRAM budget (Dao et al. 2022, arXiv:2205.14135, Algorithm 1 line 1:
 "set block sizes Bc = ceil(M / 4d), Br = min(ceil(M / 4d), d)") restated for a GPU whose
-on-chip memory per workgroup is a hard, portable 16 KiB. The shader keeps these arrays per
-workgroup (element counts; the first three hold input elements of ``dtype_bytes`` each, the
-rest are float32 accumulators, as in every FlashAttention kernel; each array counts rounded up
-to a multiple of 16 bytes, as the WebGPU spec counts it):
+on-chip memory per workgroup is a hard, portable 16 KiB, in FlashAttention-2's work split
+(Dao 2023, arXiv:2307.08691): each query row's q, output accumulator o and softmax statistics
+live in the *registers* of the KS invocations that own the row, so workgroup memory holds only
+what all rows share, the staged key and value tiles (element counts; each array counts rounded
+up to a multiple of 16 bytes, as the WebGPU spec counts it):
 
-    q_tile     Br x d      the query tile Q_i, loaded once
-    k_tile     Bc x d      the key tile K_j, reloaded for every j
-    v_tile     Bc x dv     the value tile V_j, reloaded for every j
-    s_tile     Br x Bc     scores S_ij, overwritten in place by P~_ij = exp(S_ij - m_new)
-    o_tile     Br x dv     the unnormalised output accumulator O_i
-    m_row      Br          running row max m_i
-    l_row      Br          running row sum l_i of exp(S - m_i)
-    alpha_row  Br          exp(m_old - m_new), the rescale factor of this step
+    k_tile   Bc x KS·16 vec4 slots    the key tile K_j, reloaded for every j
+    v_tile   Bc x KS·16 vec4 slots    the value tile V_j, reloaded for every j
+    s_part   Br·KS·Bc (KS > 1) or 1   partial scores, added across the KS lanes of a row
+
+where each of the KS = ceil(max(d, dv) / 64) lanes of a row holds 64 head dims (:data:`CHUNK4`
+vec4 slots, zero-padded past d) of q and of o in registers. The K/V tiles take
+4·``dtype_bytes`` bytes a slot, the partial scores are float32 accumulators whatever the input.
+Keys are taken four at a time (a vec4 of scores), so Bc is a multiple of 4.
 
 The plan is computed once, here, and handed to the shader as WGSL ``override`` constants
 (:meth:`TilePlan.constants`) and to the NumPy mirror as plain numbers, so the tile sizes are
@@ -40,6 +42,22 @@ WEBGPU_DEFAULT_INVOCATIONS = 256
 ACCUMULATOR_BYTES = 4
 """Scores, the output accumulator and row statistics are float32 whatever the input dtype."""
 
+CHUNK4 = 16
+"""The shader's ``const CHUNK4``: vec4 slots of q (and of o) one invocation keeps in registers,
+64 floats. A row wider than that is shared by KS = ceil(width / 64) invocations."""
+
+KEY_STEP = 4
+"""Keys the shader takes at a time (a vec4 of scores): Bc is a multiple of it."""
+
+MAX_BLOCK = 64
+"""Largest Bc the rule considers (the K/V tiles of d = 64 already fill the budget at Bc = 28)."""
+
+DEFAULT_INVOCATIONS = 128
+"""Invocations per workgroup when the caller does not fix ``br``: Br = 128 / KS query rows.
+Measured on the H200 (bench/results/webgpu_h200_tuning.json, d = 64): 128 rows ran 7–20 %
+faster than 64 and 256 at N >= 2048, and 32 rows half as fast (FlashAttention-2 also uses
+64–128 rows per thread block)."""
+
 _DTYPE_BYTES = (2, 4)  # float16 tiles or float32 tiles; the shader itself is float32-only
 
 
@@ -50,11 +68,12 @@ class TilePlan:
     Attributes:
         d: head dimension of q and k.
         dv: head dimension of v (and o).
-        dtype_bytes: bytes per element of the staged q/k/v tiles (4 for the float32 shader).
+        dtype_bytes: bytes per element of the staged k/v tiles (4 for the float32 shader).
         br: query rows per workgroup (Br), one workgroup per query tile.
-        bc: key/value rows per staged tile (Bc).
-        workgroup_size: invocations per workgroup; every loop in the shader strides by it,
-            so any size works and it only changes how the work is shared.
+        bc: keys per staged key/value tile (Bc).
+        ks: invocations per query row (KS); each holds 64 head dims of the row's q and o.
+        workgroup_size: invocations per workgroup, Br·KS.
+        spart: elements of the partial-score array (Br·KS·Bc when KS > 1, else 1, unused).
         storage_limit: the byte budget the plan was made for.
         arrays: (name, bytes) of every ``var<workgroup>`` array, in the shader's order.
         bytes_used: their sum, always <= storage_limit.
@@ -65,14 +84,16 @@ class TilePlan:
     dtype_bytes: int
     br: int
     bc: int
+    ks: int
     workgroup_size: int
+    spart: int
     storage_limit: int
     arrays: Tuple[Tuple[str, int], ...]
     bytes_used: int
 
     def constants(self) -> Dict[str, int]:
         """The shader's ``override`` constants, by their WGSL names."""
-        return {"BR": self.br, "BC": self.bc, "D": self.d, "DV": self.dv, "WG": self.workgroup_size}
+        return {"BR": self.br, "BC": self.bc, "D": self.d, "DV": self.dv, "KS": self.ks, "SPART": self.spart}
 
     def as_dict(self) -> dict:
         """Plain data for the page: every field, with ``arrays`` as a list of dicts."""
@@ -82,11 +103,17 @@ class TilePlan:
             "dtype_bytes": self.dtype_bytes,
             "br": self.br,
             "bc": self.bc,
+            "ks": self.ks,
             "workgroup_size": self.workgroup_size,
+            "spart": self.spart,
             "storage_limit": self.storage_limit,
             "arrays": [{"name": n, "bytes": b} for n, b in self.arrays],
             "bytes_used": self.bytes_used,
         }
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def _storage_bytes(elements: int, element_bytes: int) -> int:
@@ -97,31 +124,43 @@ def _storage_bytes(elements: int, element_bytes: int) -> int:
     return (size + 15) // 16 * 16
 
 
-def workgroup_arrays(br: int, bc: int, d: int, dv: int, dtype_bytes: int) -> Tuple[Tuple[str, int], ...]:
-    """(name, bytes) of each workgroup array for tiles Br x Bc; see the module docstring."""
-    acc = ACCUMULATOR_BYTES
+def lanes_needed(d: int, dv: int) -> int:
+    """The fewest invocations per row (KS) whose 64-float register chunks hold a row of q and of o."""
+    return _ceil_div(max(d, dv), 4 * CHUNK4)
+
+
+def spart_elements(br: int, bc: int, ks: int) -> int:
+    """Length of ``s_part``: Br·KS·Bc partial scores when a row has several lanes, else 1 (a
+    WGSL array cannot be empty; the KS = 1 shader never touches it)."""
+    return br * ks * bc if ks > 1 else 1
+
+
+def workgroup_arrays(br: int, bc: int, d: int, dv: int, dtype_bytes: int,
+                     ks: Optional[int] = None) -> Tuple[Tuple[str, int], ...]:
+    """(name, bytes) of each workgroup array for Br rows of KS lanes and Bc-key tiles (KS
+    defaults to :func:`lanes_needed`); see the module docstring."""
+    ks = lanes_needed(d, dv) if ks is None else ks
+    slot = 4 * dtype_bytes
     return (
-        ("q_tile", _storage_bytes(br * d, dtype_bytes)),
-        ("k_tile", _storage_bytes(bc * d, dtype_bytes)),
-        ("v_tile", _storage_bytes(bc * dv, dtype_bytes)),
-        ("s_tile", _storage_bytes(br * bc, acc)),
-        ("o_tile", _storage_bytes(br * dv, acc)),
-        ("m_row", _storage_bytes(br, acc)),
-        ("l_row", _storage_bytes(br, acc)),
-        ("alpha_row", _storage_bytes(br, acc)),
+        ("k_tile", _storage_bytes(bc * ks * CHUNK4, slot)),
+        ("v_tile", _storage_bytes(bc * ks * CHUNK4, slot)),
+        ("s_part", _storage_bytes(spart_elements(br, bc, ks), ACCUMULATOR_BYTES)),
     )
 
 
-def bytes_needed(br: int, bc: int, d: int, dv: int, dtype_bytes: int) -> int:
-    """Total workgroup bytes for tiles Br x Bc, as WebGPU counts them."""
-    return sum(b for _, b in workgroup_arrays(br, bc, d, dv, dtype_bytes))
+def bytes_needed(br: int, bc: int, d: int, dv: int, dtype_bytes: int, ks: Optional[int] = None) -> int:
+    """Total workgroup bytes for Br rows, Bc-key tiles and KS lanes a row, as WebGPU counts them."""
+    return sum(b for _, b in workgroup_arrays(br, bc, d, dv, dtype_bytes, ks))
 
 
 def largest_d(dtype_bytes: int, storage_limit: int, dv: Optional[int] = None) -> int:
-    """The largest head dimension d that fits with the smallest tiles (Br = Bc = 1), with
-    dv = d when ``dv`` is None. Returns 0 when not even d = 1 fits."""
+    """The largest head dimension d that fits with the smallest tiles (Br = 1, Bc = 4, the
+    fewest lanes a row, at most 256 invocations), with dv = d when ``dv`` is None. Returns 0
+    when not even d = 1 fits."""
     def fits(d: int) -> bool:
-        return bytes_needed(1, 1, d, d if dv is None else dv, dtype_bytes) <= storage_limit
+        w = d if dv is None else dv
+        ks = lanes_needed(d, w)
+        return ks <= WEBGPU_DEFAULT_INVOCATIONS and bytes_needed(1, KEY_STEP, d, w, dtype_bytes, ks) <= storage_limit
 
     lo, hi = 0, storage_limit  # fits(lo) or lo == 0; the need grows with d, so bisect
     while lo < hi:
@@ -141,34 +180,33 @@ def plan(
     dv: Optional[int] = None,
     br: Optional[int] = None,
     bc: Optional[int] = None,
-    workgroup_size: int = 64,
-    max_block: int = 64,
+    ks: Optional[int] = None,
+    max_block: int = MAX_BLOCK,
 ) -> TilePlan:
-    """Choose Br and Bc so the workgroup arrays fit in ``storage_limit`` bytes.
+    """Choose Br, KS and Bc so the workgroup arrays fit in ``storage_limit`` bytes.
 
-    Rule: among power-of-two pairs Br, Bc <= max_block that fit, take the largest tile area
-    Br·Bc (the work done per staged K/V tile and per round of barriers), breaking ties towards
-    the larger Br (each K/V tile is then re-read by fewer query tiles). Pass ``br`` and/or
-    ``bc`` to fix either; the other is still chosen by the rule.
+    Rule: KS is the fewest lanes whose registers hold a row (:func:`lanes_needed`) unless given;
+    Br is :data:`DEFAULT_INVOCATIONS` / KS (or fewer, halving, until the arrays fit) unless
+    given; Bc is then the
+    largest multiple of 4 (:data:`KEY_STEP`) <= ``max_block`` that fits — the most work per
+    round of barriers, and the fewest times each query tile's workgroup waits on a staged tile.
 
     Args:
         d: head dimension of q and k (>= 1).
-        dtype_bytes: bytes per staged q/k/v element: 4 (float32, what the shader runs) or 2.
+        dtype_bytes: bytes per staged k/v element: 4 (float32, what the shader runs) or 2.
         storage_limit: workgroup memory budget in bytes (WebGPU default 16384).
         dv: head dimension of v, default d.
-        br, bc: fixed block sizes, or None to choose.
-        workgroup_size: invocations per workgroup, 1..256 (WebGPU's default maximum; 64 is the
-            size WebGPU samples use). Larger sizes share a tile's work among more invocations,
-            so each loops less (lavapipe's loop limit, see ``flash_fwd.wgsl``'s "Loop budget"),
-            but a CPU adapter pays more per barrier.
-        max_block: largest Br or Bc considered when choosing (64 keeps one tile's loops short).
+        br, bc: fixed block sizes (bc a multiple of 4), or None to choose.
+        ks: invocations per query row, at least :func:`lanes_needed` (more lanes pad each
+            row with zeros: for tests of the wide-row path), or None for the fewest.
+        max_block: largest Bc considered when choosing.
 
     Returns:
-        A :class:`TilePlan` with ``bytes_used <= storage_limit``.
+        A :class:`TilePlan` with ``bytes_used <= storage_limit`` and ``workgroup_size <= 256``.
 
     Raises:
         ValueError: when nothing fits (message names the limit, the bytes needed by the
-            smallest tiles and the largest d that fits), or when fixed ``br``/``bc`` do not fit.
+            smallest tiles and the largest d that fits), or when fixed sizes do not fit.
         TypeError: for non-integer sizes.
     """
     d = positive_int(d, "d")
@@ -177,54 +215,68 @@ def plan(
     if dtype_bytes not in _DTYPE_BYTES:
         raise ValueError("dtype_bytes must be 2 (float16) or 4 (float32), got {}".format(dtype_bytes))
     storage_limit = positive_int(storage_limit, "storage_limit")
-    workgroup_size = positive_int(workgroup_size, "workgroup_size")
-    if workgroup_size > WEBGPU_DEFAULT_INVOCATIONS:
-        raise ValueError(
-            "workgroup_size must be at most {} (WebGPU's default maxComputeInvocationsPerWorkgroup), "
-            "got {}".format(WEBGPU_DEFAULT_INVOCATIONS, workgroup_size)
-        )
     max_block = positive_int(max_block, "max_block")
     br = None if br is None else positive_int(br, "br")
     bc = None if bc is None else positive_int(bc, "bc")
+    if bc is not None and bc % KEY_STEP:
+        raise ValueError("bc must be a multiple of {} (the shader takes keys {} at a time), got {}".format(
+            KEY_STEP, KEY_STEP, bc))
+    need = lanes_needed(d, dv)
+    if ks is None:
+        ks = need
+    else:
+        ks = positive_int(ks, "ks")
+        if ks < need:
+            raise ValueError(
+                "ks={} lanes cannot hold a row of d={}, dv={}: each lane keeps {} floats of q "
+                "and of o in registers, so ks must be at least {}".format(ks, d, dv, 4 * CHUNK4, need))
+    if ks > WEBGPU_DEFAULT_INVOCATIONS:
+        raise ValueError(
+            "d={}, dv={} need {} invocations per query row, over WebGPU's default "
+            "maxComputeInvocationsPerWorkgroup of {}; the largest d that fits is {}".format(
+                d, dv, ks, WEBGPU_DEFAULT_INVOCATIONS,
+                largest_d(dtype_bytes, storage_limit, None if dv == d else dv)))
+    if br is None:
+        br = max(1, DEFAULT_INVOCATIONS // ks)
+        while br > 1 and bytes_needed(br, bc or KEY_STEP, d, dv, dtype_bytes, ks) > storage_limit:
+            br //= 2  # the partial scores of wide rows (KS > 1) grow with Br
+    elif br * ks > WEBGPU_DEFAULT_INVOCATIONS:
+        raise ValueError(
+            "br={} rows of ks={} lanes make {} invocations per workgroup, over WebGPU's default "
+            "maxComputeInvocationsPerWorkgroup of {}".format(br, ks, br * ks, WEBGPU_DEFAULT_INVOCATIONS))
 
-    smallest = bytes_needed(br or 1, bc or 1, d, dv, dtype_bytes)
+    step = KEY_STEP
+    smallest = bytes_needed(br, bc or step, d, dv, dtype_bytes, ks)
     if smallest > storage_limit:
-        if br is None and bc is None:
+        if bc is None and bytes_needed(1, step, d, dv, dtype_bytes, ks) > storage_limit:
             raise ValueError(
                 "no tile plan fits: d={}, dv={} with {}-byte elements needs at least {} bytes of "
-                "workgroup storage (Br = Bc = 1) but the limit (maxComputeWorkgroupStorageSize) is "
+                "workgroup storage (Br = 1, Bc = {}) but the limit (maxComputeWorkgroupStorageSize) is "
                 "{} bytes; the largest d that fits is {}".format(
-                    d, dv, dtype_bytes, smallest, storage_limit,
+                    d, dv, dtype_bytes, bytes_needed(1, step, d, dv, dtype_bytes, ks), step, storage_limit,
                     largest_d(dtype_bytes, storage_limit, None if dv == d else dv),
                 )
             )
         raise ValueError(
-            "br={} and bc={} with d={}, dv={} need {} bytes of workgroup storage, over the "
+            "br={} and bc={} with d={}, dv={} (ks={}) need {} bytes of workgroup storage, over the "
             "limit (maxComputeWorkgroupStorageSize) of {} bytes".format(
-                br, bc, d, dv, smallest, storage_limit
+                br, bc or step, d, dv, ks, smallest, storage_limit
             )
         )
-
-    powers = [1 << p for p in range(max_block.bit_length()) if (1 << p) <= max_block]
-    br_choices = [br] if br is not None else powers
-    bc_choices = [bc] if bc is not None else powers
-    best = None  # (area, br, bc)
-    for r in br_choices:
-        for c in bc_choices:
-            if bytes_needed(r, c, d, dv, dtype_bytes) <= storage_limit:
-                key = (r * c, r, c)
-                if best is None or key > best:
-                    best = key
-    assert best is not None  # (br or 1, bc or 1) fits, checked above
-    _, r, c = best
-    arrays = workgroup_arrays(r, c, d, dv, dtype_bytes)
+    if bc is None:
+        bc = step
+        while bc + step <= max_block and bytes_needed(br, bc + step, d, dv, dtype_bytes, ks) <= storage_limit:
+            bc += step
+    arrays = workgroup_arrays(br, bc, d, dv, dtype_bytes, ks)
     return TilePlan(
         d=d,
         dv=dv,
         dtype_bytes=dtype_bytes,
-        br=r,
-        bc=c,
-        workgroup_size=workgroup_size,
+        br=br,
+        bc=bc,
+        ks=ks,
+        workgroup_size=br * ks,
+        spart=spart_elements(br, bc, ks),
         storage_limit=storage_limit,
         arrays=arrays,
         bytes_used=sum(b for _, b in arrays),

@@ -1,6 +1,6 @@
 """The exercise framework: steps, checks, learner code in a fresh namespace, and results.
 
-An exercise is a ladder of steps (Predict, Scratch, Compose, Probe, Harden, Break it, Port).
+An exercise is a ladder of steps (Predict, Scratch, Compose, Probe a claim, Harden, Break it, Port).
 Each step holds a statement (Markdown with KaTeX-ready TeX between ``$...$``), starter code,
 a reference solution, hints (revealed one at a time by the page) and a list of checks.
 
@@ -56,7 +56,7 @@ import numpy as np
 from .. import tolerances
 from . import sandbox
 
-LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe", "Harden", "Break it", "Port")
+LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe a claim", "Harden", "Break it", "Port")
 LANGUAGES = ("python", "wgsl")  # what a step's learner code is written in
 
 # Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
@@ -256,7 +256,7 @@ class Step:
 class Exercise:
     id: str
     title: str
-    tier: str                               # "browser", "systems" (WebGPU) or "gpu" (local)
+    tier: str                               # "browser", "systems · wgsl" (WebGPU) or "gpu" (local)
     minutes: int
     summary: str
     steps: Sequence[Step]

@@ -10,6 +10,8 @@
                                                             (the weak suite when code is None),
                                                             with ``restored`` as grade's
     exercises.lab_check(step, answer, observed=None)     -> a guided-lab answer's verdict
+    exercises.lab_timing_spec(n, kernel)                 -> the dispatch spec the lab times on
+                                                            the learner's GPU (tiled or naive)
 
 Learner code arrives as a plain string and runs with ``exec`` in a fresh namespace (see
 :func:`nlpcore.lab.framework.load_learner`); whatever it changes in the interpreter is undone
@@ -28,7 +30,10 @@ from ..lab.exercises import module as _exercise_module
 
 mutants = _exercise_module("break-it", "mutants")  # the break-it exercise's kernels and suites
 
-__all__ = ["catalog", "grade", "verify", "kill_matrix", "lab_check"]
+__all__ = ["catalog", "grade", "verify", "kill_matrix", "lab_check", "lab_timing_spec"]
+
+TIMING_MAX_N = 8192  # the largest sequence length the lab's timing panel dispatches
+TIMING_KERNELS = ("tiled", "naive")
 
 
 def _str(value: Any, name: str) -> str:
@@ -82,3 +87,20 @@ def lab_check(step: str, answer: Any = None, observed: Optional[Dict[str, Any]] 
         raise TypeError("observed: expected the lab:compared detail (a dict), got %s"
                         % type(observed).__name__)
     return guided.check(_str(step, "step"), answer, observed)
+
+
+def lab_timing_spec(n: Any, kernel: Any) -> Dict[str, Any]:
+    """The dispatch spec of one head of random attention, (1, n, guided.TIMING_D) float32, for
+    the tiled shader (``kernel="tiled"``, wgsl/flash_fwd.wgsl) or the naive one (``"naive"``,
+    wgsl/attention_naive.wgsl, three passes through a scores buffer). The page times it."""
+    import numpy as np
+
+    from ..kernels import flash_wgsl_mirror
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= TIMING_MAX_N:
+        raise ValueError("n: expected an integer from 1 to %d, got %r" % (TIMING_MAX_N, n))
+    if kernel not in TIMING_KERNELS:
+        raise ValueError("kernel: expected one of %s, got %r" % (list(TIMING_KERNELS), kernel))
+    rng = np.random.RandomState(n)
+    q, k, v = (rng.standard_normal((1, n, guided.TIMING_D)).astype(np.float32) for _ in range(3))
+    shader = flash_wgsl_mirror.FLASH_SHADER if kernel == "tiled" else flash_wgsl_mirror.NAIVE_SHADER
+    return flash_wgsl_mirror.dispatch_spec(q, k, v, shader=shader)

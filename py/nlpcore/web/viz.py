@@ -11,7 +11,9 @@ one outer-loop iteration (one key/value block for K/V-outer, one query block for
 become one step, which keeps the tiles visited, the last row statistics, the bytes moved per
 tensor and the cumulative counters — so the counters still end exactly at the closed form.
 
-:func:`run_episode_cell` backs the small "run it" cells of the module page's four episodes.
+:func:`run_episode_cell` backs the small "run it" cells of the module page's four episodes;
+:func:`page_numbers` computes the numbers the module page quotes in its prose (the build stamps
+them in as ``{{page.<name>}}``), so no figure on the page is typed by hand.
 
 Every function here takes and returns plain data (see ``nlpcore.web.call``).
 """
@@ -48,13 +50,15 @@ CELL_LIMITS = {
     "roofline": {"n": 16384, "d": 256, "sram": 1048576, "tiles": 400000},
     "tiling": {"n": 1024, "d": 128, "sram": 65536, "tiles": 16384},
     "online": {"n": 4096, "scale": 100000},
+    "gpu": {"d": 256, "br": 512, "bc": 512, "warps": 32},
 }
 MIN_SRAM = 16  # elements: the smallest M a cell accepts
 
-# A100 numbers the roofline cell uses (nlpcore.hardware: Dao et al. 2022, Sec. 2.1 and Fig. 1).
-A100_HBM_BYTES_PER_S = hardware.A100_HBM_BYTES_PER_S
-A100_FP16_FLOPS = hardware.A100_FP16_FLOPS
 FP16_BYTES = hardware.FP16_BYTES
+GPU_CHOICES = tuple(sorted(hardware.GPUS))  # the GPUs a cell offers (nlpcore.hardware.GPUS)
+MAX_BLOCKS_PER_SM = 32  # resident thread blocks per SM, compute capability 8.0 and 9.0
+MAX_THREADS_PER_BLOCK = 1024
+MAX_REGISTERS_PER_THREAD = 255  # beyond this a thread's values spill to (slow) local memory
 
 
 def _int(value: Any, name: str, lo: int, hi: int) -> int:
@@ -287,11 +291,13 @@ def _group_steps(events: List[dict], loop_order: str) -> List[dict]:
 def run_episode_cell(name: str, params: Optional[Dict[str, Any]] = None) -> dict:
     """Run one episode cell of the module page; returns {"ok", "lines": [str], "values": {...}}.
 
-    Cells: "exact" (tiled vs naive attention), "roofline" (the HBM cost model on an A100),
+    Cells: "exact" (tiled vs naive attention), "roofline" (the HBM cost model on a chosen GPU),
+    "gpu" (one thread block's tile on a chosen GPU: shared memory, registers, occupancy),
     "tiling" (block sizes and counted vs closed-form accesses), "online" (streaming softmax
     and the monoid laws). Bad parameters raise ValueError/TypeError naming the parameter.
     """
-    cells = {"exact": _cell_exact, "roofline": _cell_roofline, "tiling": _cell_tiling, "online": _cell_online}
+    cells = {"exact": _cell_exact, "roofline": _cell_roofline, "gpu": _cell_gpu,
+             "tiling": _cell_tiling, "online": _cell_online}
     if name not in cells:
         raise ValueError("name must be one of {}, got {!r}".format(sorted(cells), name))
     if params is None:
@@ -341,21 +347,29 @@ def _cell_exact(params: dict) -> dict:
             "standard_accesses": standard, "br": br, "bc": bc}
 
 
+def _gpu(params: dict) -> hardware.Gpu:
+    name = params.get("gpu", "A100")
+    if name not in hardware.GPUS:
+        raise ValueError("gpu must be one of {}, got {!r}".format(list(GPU_CHOICES), name))
+    return hardware.GPUS[name]
+
+
 def _cell_roofline(params: dict) -> dict:
     n, d, sram, br, bc = _sizes_for_cell("roofline", params)
+    gpu = _gpu(params)
     flops = 4 * n * n * d  # S = QKᵀ and O = PV, 2·N²·d each (multiply + add)
-    ridge = A100_FP16_FLOPS / A100_HBM_BYTES_PER_S  # FLOP/byte
+    ridge = gpu.ridge_flop_per_byte  # FLOP/byte
     rows = []
     for label, accesses in (("standard", io_model.standard_accesses(n, n, d)),
                             ("tiled KV", io_model.flash_accesses(n, n, d, sram)),
                             ("tiled Q", io_model.flash_accesses(n, n, d, sram, loop_order="q_outer"))):
         hbm_bytes = accesses * FP16_BYTES
         intensity = flops / hbm_bytes
-        t_mem = hbm_bytes / A100_HBM_BYTES_PER_S
-        t_flop = flops / A100_FP16_FLOPS
+        t_mem = hbm_bytes / gpu.hbm_bytes_per_s
+        t_flop = flops / gpu.fp16_flops
         rows.append((label, accesses, hbm_bytes, intensity, t_mem, t_flop))
-    lines = ["One head, forward, fp16, A100 (1.5 TB/s HBM, 312 TFLOP/s): N={} d={} M={} (Br={}, Bc={})".format(
-        n, d, sram, br, bc),
+    lines = ["One head, forward, fp16, {} ({:g} TB/s HBM, {:g} TFLOP/s): N={} d={} M={} (Br={}, Bc={})".format(
+        gpu.name, gpu.hbm_bytes_per_s / 1e12, gpu.fp16_flops / 1e12, n, d, sram, br, bc),
         "FLOPs: 4·N²·d = {:,}".format(flops),
         "{:<10}{:>16}{:>12}{:>12}{:>13}{:>13}  bound".format("kernel", "HBM elements", "MB", "FLOP/B",
                                                             "t_mem (µs)", "t_flop (µs)")]
@@ -364,15 +378,91 @@ def _cell_roofline(params: dict) -> dict:
             label, accesses, hbm_bytes / 1e6, intensity, t_mem * 1e6, t_flop * 1e6,
             "memory" if intensity < ridge else "compute"))
     lines.append("ridge point π/β = {:.0f} FLOP/byte: below it, time is set by HBM traffic.".format(ridge))
+    for label, _, _, _, t_mem, t_flop in rows[:2]:
+        bound = flops / max(t_mem, t_flop) / 1e12  # TFLOP/s at the roofline
+        lines.append("{} at its roofline bound: {:.1f} TFLOP/s = {:.0f}% of the {:g} TFLOP/s peak".format(
+            label, bound, 100 * hardware.fraction_of_peak(bound, params.get("gpu", "A100")),
+            gpu.fp16_flops / 1e12))
     lines.append("tiled KV = K/V outer (the paper's Algorithm 1); tiled Q = Q outer (FlashAttention-2's order),")
     lines.append("both with the paper's Br = min(Bc, d): Q outer re-reads K and V once per query block (Tr = {}),".format(
         -(-n // br)))
     lines.append("which is why FlashAttention-2 uses taller query blocks than this rule gives.")
     lines.append("")
+    lines.append("The paper's Figure 2 (forward + backward, its M = 192 KB of A100 L1 + shared memory):")
     lines.extend(io_model.format_figure2().splitlines())
     return {"lines": lines, "ridge": ridge,
             "standard_intensity": rows[0][3], "flash_intensity": rows[1][3], "flash2_intensity": rows[2][3],
             "standard_accesses": rows[0][1], "flash_accesses": rows[1][1], "flash2_accesses": rows[2][1]}
+
+
+def _cell_gpu(params: dict) -> dict:
+    """One thread block's FlashAttention tile on a GPU: what it holds where, and how many fit.
+
+    The block keeps a Br×d query tile and Bc×d key and value tiles in shared memory, and its
+    fp32 accumulators -- the Br×d output, the Br×Bc score tile, m and ℓ -- in registers, spread
+    over its threads (as FlashAttention-2 does on GPUs)."""
+    limits = CELL_LIMITS["gpu"]
+    d = _int(params.get("d", 64), "d", 1, limits["d"])
+    br = _int(params.get("br", 128), "br", 1, limits["br"])
+    bc = _int(params.get("bc", 64), "bc", 1, limits["bc"])
+    warps = _int(params.get("warps", 4), "warps", 1, limits["warps"])
+    gpu = _gpu(params)
+    threads = warps * hardware.WARP_SIZE
+    smem = FP16_BYTES * (br * d + 2 * bc * d)  # Q_i, K_j, V_j tiles, fp16
+    per_thread = -(-(br * d + br * bc + 2 * br) // threads)  # fp32 values: O acc, S tile, m, ℓ
+    fits_smem = smem <= gpu.smem_per_block_bytes
+    spills = per_thread > MAX_REGISTERS_PER_THREAD
+    regs = min(per_thread, MAX_REGISTERS_PER_THREAD)
+    by_smem = gpu.smem_per_sm_bytes // smem
+    by_threads = gpu.max_threads_per_sm // threads
+    by_regs = gpu.registers_per_sm // (regs * threads)
+    blocks = min(by_smem, by_threads, by_regs, MAX_BLOCKS_PER_SM) if fits_smem and threads <= MAX_THREADS_PER_BLOCK else 0
+    max_warps = gpu.max_threads_per_sm // hardware.WARP_SIZE
+    occupancy = blocks * warps / max_warps
+    intensity = 4.0 * br * bc * d / (2 * bc * d * FP16_BYTES)  # FLOPs per key tile / its bytes
+    lines = [
+        "{}: {} SMs, {} KiB shared memory per block at most, {} KiB of registers per SM".format(
+            gpu.name, gpu.sms, gpu.smem_per_block_bytes // 1024, gpu.registers_per_sm * 4 // 1024),
+        "block: Br={} query rows, Bc={} key rows, d={}, {} warps = {} threads".format(br, bc, d, warps, threads),
+        "shared memory: Q tile {}·{} + K, V tiles 2·{}·{} fp16 = {:,} bytes  {}".format(
+            br, d, bc, d, smem, "fits" if fits_smem else "DOES NOT FIT (at most {:,})".format(gpu.smem_per_block_bytes)),
+        "registers: O acc {}·{} + S tile {}·{} + m, ℓ fp32 values / {} threads ≈ {} per thread{}".format(
+            br, d, br, bc, threads, per_thread,
+            "  SPILLS to local memory (> {})".format(MAX_REGISTERS_PER_THREAD) if spills else ""),
+    ]
+    if threads > MAX_THREADS_PER_BLOCK:
+        lines.append("{} threads is more than a block may have ({})".format(threads, MAX_THREADS_PER_BLOCK))
+    if blocks:
+        lines.append("blocks per SM: {} (shared memory allows {}, thread slots {}, registers {})".format(
+            blocks, by_smem, by_threads, by_regs))
+        lines.append("occupancy: {} of {} warp slots = {:.0f}%".format(blocks * warps, max_warps, 100 * occupancy))
+    lines.append("each K/V tile brings 4·Br·Bc·d FLOPs for 2·Bc·d·2 bytes: {:.0f} FLOP/byte "
+                 "(ridge {:.0f}) if it came from HBM every time".format(intensity, gpu.ridge_flop_per_byte))
+    return {"lines": lines, "smem_bytes": smem, "fits": fits_smem, "registers_per_thread": per_thread,
+            "spills": spills, "blocks_per_sm": blocks, "occupancy": occupancy, "intensity": intensity}
+
+
+def page_numbers() -> dict:
+    """Numbers the module page quotes in prose, from the IO model (stamped as {{page.<name>}}).
+
+    - ``caveat_*``: Episode 3's caveat -- at d = 128 and M = 49152 fp16 elements (96 KiB),
+      Algorithm 1's block sizes make the forward move about as much as standard attention.
+    - ``paper_*``: the paper's M (192 KB of A100 L1 + shared memory) at d = 64 and d = 128.
+    - ``fig2_*``: the paper's Figure 2 (left), forward + backward, as the paper reports it.
+    """
+    out = {}
+    n = 4096
+    for key, d, m in (("caveat", 128, 49152), ("paper64", 64, hardware.A100_SRAM_FP16_ELEMENTS),
+                      ("paper128", 128, hardware.A100_SRAM_FP16_ELEMENTS)):
+        br, bc = io_model.block_sizes(m, d)
+        ratio = io_model.standard_accesses(n, n, d) / float(io_model.flash_accesses(n, n, d, m))
+        out.update({key + "_d": d, key + "_m": m, key + "_m_kib": m * FP16_BYTES // 1024,
+                    key + "_br": br, key + "_bc": bc, key + "_n": n, key + "_ratio": "%.2f" % ratio,
+                    key + "_3d2": 3 * d * d})
+    fig2 = io_model.figure2()
+    out.update({"fig2_standard_gb": "%g" % fig2["paper_standard_gb"],
+                "fig2_flash_gb": "%g" % fig2["paper_flash_gb"]})
+    return out
 
 
 def _cell_tiling(params: dict) -> dict:
@@ -389,8 +479,9 @@ def _cell_tiling(params: dict) -> dict:
         "HBM accesses counted by the kernel: {:,} (reads {:,}, writes {:,})".format(io.accesses, io.reads, io.writes),
         "closed form io_model.flash_accesses: {:,}   {}".format(closed, "equal" if closed == io.accesses else "DIFFERENT"),
         "standard attention (closed form):    {:,}".format(standard),
-        "N²d²/M = {:,.0f}   (Theorem 2's order; the count above is a small multiple of it)".format(
-            io_model.theta_ratio(n, d, sram)),
+        "N²d²/M = {:,.0f}   (Theorem 2's order); counted / (N²d²/M) = {:.1f}".format(
+            io_model.theta_ratio(n, d, sram), io.accesses / io_model.theta_ratio(n, d, sram)),
+        "  the constant is about 12 when N ≫ Bc: Tc ≈ 4Nd/M passes, each moving Q, O in and O out (≈ 3Nd)",
     ]
     return {"lines": lines, "counted": io.accesses, "closed_form": closed, "standard": standard,
             "br": br, "bc": bc, "t_r": t_r, "t_c": t_c}
@@ -405,9 +496,9 @@ def _cell_online(params: dict) -> dict:
         raise ValueError("scale must be a number between 0 and {}, got {!r}".format(top, scale))
     x = np.random.RandomState(2).standard_normal(n) * float(scale)  # (n,)
     streamed = online_softmax.online_softmax(x, block)
-    shifted = np.exp(x - x.max())
-    two_pass = shifted / shifted.sum()
-    err = float(np.max(np.abs(streamed - two_pass)))
+    shifted = np.exp(x - x.max())  # safe softmax: pass 1 the max, pass 2 the sum, pass 3 divide
+    three_pass = shifted / shifted.sum()
+    err = float(np.max(np.abs(streamed - three_pass)))
     with np.errstate(over="ignore", invalid="ignore"):
         naive = np.exp(x) / np.exp(x).sum()  # the one-pass formula without the max shift
     naive_bad = int(np.sum(~np.isfinite(naive)))
@@ -429,7 +520,7 @@ def _cell_online(params: dict) -> dict:
     identity_gap = rel(unit, whole)
     lines = [
         "row of {} scores (normal × {}), blocks of {}: {} block(s)".format(n, scale, block, -(-n // block)),
-        "max |online_softmax - two-pass softmax| = {:.2e}".format(err),
+        "max |online_softmax (2 passes) - safe softmax (3 passes)| = {:.2e}".format(err),
         "naive exp(x)/Σexp(x) without the max shift: {} of {} entries not finite{}".format(
             naive_bad, n, " (overflow)" if naive_bad else ""),
         "monoid on blocks [0:{}], [{}:{}], [{}:{}]:".format(cuts[0], cuts[0], cuts[1], cuts[1], n),

@@ -2,7 +2,8 @@
 
 Sources: Dao et al. 2022 (arXiv:2205.14135) Algorithm 2 and 4 and Appendix B.2 (the backward
 pass recomputes P from Q, K and the saved statistics); Dao 2023 FlashAttention-2
-(arXiv:2307.08691), which saves lse only and precomputes D = rowsum(dO ∘ O).
+(arXiv:2307.08691), which saves lse = m + log ℓ instead of ℓ and m, and precomputes
+D = rowsum(dO ∘ O).
 """
 from __future__ import annotations
 
@@ -344,7 +345,7 @@ def build() -> Exercise:
             "Masked entries (mask, causal, or a row whose lse is -inf) must give P = 0: build a "
             "boolean `allowed` for the tile and use `np.where(allowed, np.exp(...), 0)`, taking "
             "the exp of a safe value where not allowed.",
-            "Loop keys outside, queries inside (Algorithm 4): dK_j, dV_j accumulate over i; "
+            "Loop keys outside, queries inside (the paper's Algorithm 4): dK_j, dV_j accumulate over i; "
             "dQ_i accumulates over j.",
         ),
         required=("backward",),

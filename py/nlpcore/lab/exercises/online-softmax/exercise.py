@@ -554,7 +554,7 @@ def build() -> Exercise:
                   collect=_collect_tiled, judge=_judge_tiled),
         ))
     probe = Step(
-        id="probe", kind="Probe", title="Θ(N²d²/M) and the Figure 2 ratio", minutes=20,
+        id="probe", kind="Probe a claim", title="Θ(N²d²/M) and the Figure 2 ratio", minutes=20,
         statement=HERE.statement("probe"),
         starter=HERE.starter("probe"), solution=HERE.solution("probe"),
         hints=(

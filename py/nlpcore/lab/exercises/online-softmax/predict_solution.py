@@ -3,7 +3,7 @@
 # # forward pass for one head, with  STARTER
 # N = 512       # sequence length (queries = keys = N), BERT-base's  STARTER
 # d = 64        # head dimension (dv = d)  STARTER
-# M = 98304     # on-chip SRAM in elements (192 KiB of fp16 on an A100)  STARTER
+# M = 98304     # the paper's SRAM in fp16 elements (an A100 SM's 192 KiB of L1 + shared memory)  STARTER
 # # Standard attention writes S and P to HBM and reads them back (Algorithm 0).  STARTER
 # # FlashAttention picks Bc = ceil(M / 4d), Br = min(Bc, d) and streams K/V tiles (Algorithm 1).  STARTER
 # # Replace the two None's with numbers (or formulas in N, d, M). Within 20% passes.  STARTER

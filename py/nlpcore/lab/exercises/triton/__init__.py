@@ -5,6 +5,6 @@ code ``<step>_starter.*`` / ``<step>_solution.*`` beside it (see ../README.md).
 """
 from .exercise import build
 
-ORDER = 4  # where the pages list this exercise
+ORDER = 3  # where the pages list this exercise
 
 __all__ = ["build", "ORDER"]

@@ -1,10 +1,15 @@
-"""Exercise ``triton`` (gpu tier: Port · Compose): port the NumPy tiles to a Triton kernel.
+"""Exercise ``triton`` (gpu tier: Port · Compose): write FlashAttention as a Triton kernel.
 
-The kernel itself needs PyTorch, Triton and (for speed) an NVIDIA GPU, so it is checked
-locally with ``python -m nlpcore.kernels.check_triton``. In the page we check what *can* run
-in a browser: a NumPy emulation of one Triton program (the exp2 online softmax, the masked
-ragged tail and the causal loop bounds of ``nlpcore.kernels.flash_triton``'s forward), and the
-launch grid and FLOP arithmetic used to read benchmark numbers.
+The learner writes the kernel -- the forward's body (offsets, masks, the online-softmax loop,
+causal block skipping), the launch grid, the backward's recomputed tiles and the autograd
+wrapper -- in ``kernel_starter.py``, which is generated from the marked solution
+``kernel_solution.py`` (``python -m nlpcore.lab.exercises.triton.starter`` rewrites it). The
+kernel needs PyTorch, Triton and (for speed) an NVIDIA GPU, so it is graded locally with
+``python -m nlpcore.kernels.check_triton``. In the page we check the reasoning that *can* run
+in a browser: a NumPy emulation of one Triton program (loop bounds, the exp2 online softmax, the
+ragged tail), and the numbers needed to size, launch and judge the kernel -- the grid, block
+sizes from the shared-memory budget, FLOPs and TFLOP/s, and a roofline estimate of the speed-up
+over unfused PyTorch attention.
 
 Sources: Dao 2023 FlashAttention-2 (arXiv:2307.08691): one program per query block, loop over
 keys, exp2 with the scale folded into log2(e); Triton's fused-attention tutorial.
@@ -15,7 +20,9 @@ import math
 
 import numpy as np
 
+from nlpcore import hardware
 from nlpcore.kernels import reference
+from nlpcore.kernels.tiling import WEBGPU_DEFAULT_STORAGE
 from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
                                   assert_close, call_learner, expect_array, expect_number,
                                   plain_tuple, rng, shapes_of)
@@ -135,7 +142,28 @@ def _collect_compose(ns):
         "flops": [_number_or_failure("flops", ns["flops"], b, h, n, d, causal, backward=bwd)
                   for b, h, n, d, causal, bwd in FLOPS_CASES],
         "tflops": _number_or_failure("tflops", ns["tflops"], 1.0, 4, 16, 4096, 128, False),
+        "smem": [_plain_or_failure("smem_bytes", ns["smem_bytes"], *case) for case in SMEM_CASES],
+        "block_n": [_plain_or_failure("largest_block_n", ns["largest_block_n"], *case[:5])
+                    for case in _block_n_cases()],
+        "speedup": [_number_or_failure("expected_speedup", ns["expected_speedup"], *case[1:])
+                    for case in _speedup_cases()],
     }
+
+
+def _plain_or_failure(name, fn, *args):
+    """Phase 1: an int or float answer as a plain Python number (bool kept, to be refused), else
+    a short repr, or the failure the call raised."""
+    try:
+        got = call_learner(fn, *args, context=name)
+    except CheckFailed as fail:
+        return fail
+    if isinstance(got, bool):
+        return bool(got)
+    if isinstance(got, (int, np.integer)):
+        return int(got)
+    if isinstance(got, (float, np.floating)):
+        return float(got)
+    return repr(got)[:80]
 
 
 def _check_grid(collected):
@@ -165,6 +193,86 @@ def _check_flops(collected):
     return "4·N²·d·H·B, ½ when causal, ×2.5 backward"
 
 
+def _want_smem(bm, bn, d, nbytes, stages):
+    return (bm * d + stages * 2 * bn * d) * nbytes
+
+
+SMEM_CASES = [(128, 64, 64, 2, 2), (64, 128, 128, 2, 3), (128, 32, 80, 4, 1), (16, 16, 16, 2, 1)]
+
+
+def _check_smem(collected):
+    for case, got in zip(SMEM_CASES, collected["smem"]):
+        if isinstance(got, CheckFailed):
+            raise got
+        want = _want_smem(*case)
+        if isinstance(got, bool) or not isinstance(got, (int, float)) or got != want:
+            raise CheckFailed("smem_bytes(BLOCK_M=%d, BLOCK_N=%d, d=%d, dtype_bytes=%d, stages=%d)"
+                              % case, expected=str(want), got=repr(got)[:80])
+    return "Q tile + stages × (K tile + V tile), in bytes"
+
+
+def _want_block_n(limit, bm, d, nbytes, stages):
+    fits = [bn for bn in (16, 32, 64, 128, 256) if _want_smem(bm, bn, d, nbytes, stages) <= limit]
+    return max(fits) if fits else 0
+
+
+def _block_n_cases():
+    """(limit, BLOCK_M, d, dtype_bytes, stages, where): the real per-block limits of the GPUs in
+    nlpcore.hardware, and WebGPU's default, where nothing of this shape fits."""
+    out = []
+    for name in ("A100", "H100"):
+        limit = hardware.GPUS[name].smem_per_block_bytes
+        out += [(limit, 128, 64, 2, 3, name), (limit, 128, 128, 2, 2, name),
+                (limit, 64, 128, 4, 2, name)]
+    out.append((WEBGPU_DEFAULT_STORAGE, 128, 128, 2, 2, "WebGPU default"))
+    return out
+
+
+def _check_block_n(collected):
+    for (limit, bm, d, nbytes, stages, where), got in zip(_block_n_cases(), collected["block_n"]):
+        if isinstance(got, CheckFailed):
+            raise got
+        want = _want_block_n(limit, bm, d, nbytes, stages)
+        if isinstance(got, bool) or not isinstance(got, int) or got != want:
+            raise CheckFailed("largest_block_n(smem_limit=%d (%s), BLOCK_M=%d, d=%d, dtype_bytes=%d, "
+                              "stages=%d)" % (limit, where, bm, d, nbytes, stages),
+                              expected=str(want), got=repr(got)[:80])
+    h100 = hardware.GPUS["H100"].smem_per_block_bytes
+    return "e.g. H100 (%d KiB a block), BLOCK_M=128, d=128, bf16, 2 stages: BLOCK_N = %d" % (
+        h100 // 1024, _want_block_n(h100, 128, 128, 2, 2))
+
+
+def _want_speedup(b, h, n, d, nbytes, peak, bw):
+    work = 4.0 * n * n * d * h * b
+    unfused = (4.0 * n * n + 4.0 * n * d) * nbytes * b * h
+    fused = 4.0 * n * d * nbytes * b * h
+    return max(work / peak, unfused / bw) / max(work / peak, fused / bw)
+
+
+def _speedup_cases():
+    cases = []
+    for name in ("A100", "H200"):
+        gpu = hardware.GPUS[name]
+        cases += [(name, 4, 16, 4096, 64, 2, gpu.fp16_flops, gpu.hbm_bytes_per_s),
+                  (name, 16, 32, 1024, 128, 2, gpu.fp16_flops, gpu.hbm_bytes_per_s)]
+    cases.append(("a made-up memory-rich GPU", 1, 1, 512, 64, 4, 1e12, 1e15))
+    return cases
+
+
+def _check_speedup(collected):
+    for (where, *args), got in zip(_speedup_cases(), collected["speedup"]):
+        if isinstance(got, CheckFailed):
+            raise got
+        want = _want_speedup(*args)
+        if abs(got - want) > 1e-6 * want:
+            raise CheckFailed("expected_speedup(B=%d, H=%d, N=%d, d=%d, dtype_bytes=%d, "
+                              "peak_flops=%.4g, hbm_bytes_per_s=%.4g) on %s" % (tuple(args) + (where,)),
+                              expected="%.4g" % want, got="%.4g" % got, tolerance="1e-6 relative")
+    gpu = hardware.GPUS["H200"]
+    return "H200, bf16, B=4, H=16, N=4096, d=64: about %.1f× over unfused attention, at best" % (
+        _want_speedup(4, 16, 4096, 64, 2, gpu.fp16_flops, gpu.hbm_bytes_per_s))
+
+
 def _check_tflops(collected):
     # 16k tokens per batch, hidden 2048, d = 128: B = 4, H = 16 at N = 4096.
     got = collected["tflops"]
@@ -175,20 +283,22 @@ def _check_tflops(collected):
         raise CheckFailed("tflops(ms=1.0, B=4, H=16, N=4096, d=128, causal=False)",
                           expected="%.4g TFLOP/s" % want, got="%.4g" % got,
                           tolerance="1e-6 relative")
-    return "1 ms for B=4, H=16, N=4096, d=128 is %.0f TFLOP/s" % want
+    return "1 ms for B=4, H=16, N=4096, d=128 is %.0f TFLOP/s, %.0f%% of an H200's bf16 peak" % (
+        want, 100 * hardware.fraction_of_peak(want, "H200"))
 
 
-KERNEL_STARTER = "kernel_starter.py"  # the Triton kernel to complete, in this folder
+KERNEL_STARTER = "kernel_starter.py"  # the Triton kernel to complete (generated, see starter.py)
+KERNEL_SOLUTION = "kernel_solution.py"  # the same kernel, complete, with the learner's part marked
 
 
 def _starter_panel() -> dict:
-    return {"title": "Starter kernel: nlpcore/lab/exercises/triton/" + KERNEL_STARTER,
+    return {"title": "Your kernel: nlpcore/lab/exercises/triton/" + KERNEL_STARTER,
             "code": HERE.text(KERNEL_STARTER), "missing": None, "language": "python",
             "download": "src/nlpcore/lab/exercises/triton/" + KERNEL_STARTER,
-            "steps": ["compose"]}
+            "steps": ["port"]}
 
 
-LOCAL_CHECKS = (
+KERNEL_CHECKS = (
     Check("interpreter", "your kernel vs a float64 oracle, on the CPU", runner="local",
           command="TRITON_INTERPRET=1 " + CHECK_COMMAND + " --device cpu",
           explain="needs PyTorch and Triton, which do not run in a browser; Triton's "
@@ -196,6 +306,8 @@ LOCAL_CHECKS = (
     Check("gpu", "the same checks on an NVIDIA GPU", runner="local", command=CHECK_COMMAND,
           explain="needs a CUDA GPU; same checks at larger sizes, fp16/bf16 held to the "
                   "flash-attention bar (error ≤ 2× plain attention in the same precision)"),
+)
+BENCH_CHECKS = (
     Check("bench", "TFLOP/s against PyTorch SDPA's backends", runner="local",
           command="PYTHONPATH=py python bench/triton_h200.py",
           explain="needs the GPU; writes bench/results/triton_h200.json, which this page plots"),
@@ -204,7 +316,7 @@ LOCAL_CHECKS = (
 
 def build() -> Exercise:
     port = Step(
-        id="port", kind="Port", title="One Triton program, in NumPy", minutes=50,
+        id="port", kind="Port", title="Write the kernel: one program, then the GPU", minutes=70,
         statement=HERE.statement("port"),
         starter=HERE.starter("port"), solution=HERE.solution("port"),
         hints=(
@@ -227,27 +339,42 @@ def build() -> Exercise:
                   **_program_case("causal N=70, d=32", 70, 32, 32, 16, True, seed=32)),
             Check("wide", "BLOCK_N > BLOCK_M, causal, N = 45",
                   **_program_case("causal N=45, d=16", 45, 16, 16, 32, True, seed=33)),
-        ))
+        ) + KERNEL_CHECKS)
     compose = Step(
-        id="compose", kind="Compose", title="Launch, check and measure", minutes=70,
-        statement=HERE.statement("compose"),
+        id="compose", kind="Compose", title="Size, launch, predict and measure", minutes=50,
+        statement=HERE.statement(
+            "compose", a100_smem_kib=hardware.GPUS["A100"].smem_per_block_bytes // 1024,
+            h100_smem_kib=hardware.GPUS["H100"].smem_per_block_bytes // 1024,
+            h200_tflops="%g" % (hardware.GPUS["H200"].fp16_flops / 1e12),
+            webgpu_storage=WEBGPU_DEFAULT_STORAGE),
         starter=HERE.starter("compose"), solution=HERE.solution("compose"),
         hints=(
-            "`grid = (math.ceil(n_q / BLOCK_M), batch * heads)`.",
+            "`grid = (math.ceil(n_q / BLOCK_M), batch * heads)`: the first axis walks query "
+            "blocks, the second (batch, head) pairs.",
+            "Try BLOCK_N = 16, 32, 64, 128, 256 and keep the largest whose `smem_bytes` fits; "
+            "if even 16 does not fit, the answer is 0.",
             "`tflops = flops(...) / (ms · 1e-3) / 1e12`.",
+            "Unfused: `max(flops / peak, (4N² + 4Nd)·bytes·B·H / bandwidth)`; fused: the same "
+            "with 4Nd. The ratio of the two is the estimate.",
         ),
-        required=("grid", "flops", "tflops"),
+        required=("grid", "smem_bytes", "largest_block_n", "flops", "tflops", "expected_speedup"),
         checks=(
             Check("grid", "launch grid", collect=_collect_compose, judge=_check_grid),
+            Check("smem", "shared memory of one program", collect=_collect_compose,
+                  judge=_check_smem),
+            Check("block-n", "the largest BLOCK_N the shared memory allows",
+                  collect=_collect_compose, judge=_check_block_n),
             Check("flops", "benchmark FLOP count", collect=_collect_compose, judge=_check_flops),
             Check("tflops", "TFLOP/s from a time", collect=_collect_compose,
                   judge=_check_tflops),
-        ) + LOCAL_CHECKS)
+            Check("speedup", "the roofline's expected speed-up over unfused attention",
+                  collect=_collect_compose, judge=_check_speedup),
+        ) + BENCH_CHECKS)
     return Exercise(
         id="triton", title="Port FlashAttention to Triton", tier="gpu", minutes=120,
-        summary=("Emulate one Triton program in NumPy here, then fill in the starter kernel, "
-                 "check it with the CPU interpreter or a GPU, and compare your TFLOP/s with "
-                 "PyTorch's SDPA backends."),
+        summary=("Write the Triton kernel's body and its autograd wrapper, grade it with the CPU "
+                 "interpreter or a GPU; here, check one program's logic in NumPy, size its "
+                 "blocks from shared memory, and predict its speed-up before you measure it."),
         steps=(port, compose),
         sources=("Dao 2023, FlashAttention-2, arXiv:2307.08691 (loop order, exp2, causal "
                  "block skipping)",

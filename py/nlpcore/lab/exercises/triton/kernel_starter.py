@@ -1,11 +1,17 @@
-"""Starter: FlashAttention in Triton, forward and backward. Fill in the lines marked TODO.
+"""FlashAttention in Triton, forward and backward: the exercise's kernel.
 
-Copy this file (say to my_flash.py), fill in the TODOs, then grade it:
+This is your starter, generated from kernel_solution.py. You write: the forward kernel's
+body (offsets and masks, loading the query tile, the online-softmax loop over key tiles with
+causal block skipping, the final normalisation and lse), the launch grid, the backward's
+recomputed P, dP and dS and dQ's accumulation, and the autograd wrapper.
+
+Copy the starter (say to my_flash.py), write the marked parts, then grade it:
 
     TRITON_INTERPRET=1 python -m nlpcore.kernels.check_triton my_flash.py --device cpu   # no GPU
     python -m nlpcore.kernels.check_triton my_flash.py                                  # on a GPU
 
-As written, it runs but gives wrong answers: every TODO holds a placeholder of the right shape.
+As written, the starter runs but gives wrong answers (placeholders of the right shape), and its
+autograd wrapper raises NotImplementedError.
 
 The math, for one query block Qi (BLOCK_M, d) against key/value blocks Kj, Vj (BLOCK_N, d),
 in base 2 with qk_scale = scale · log2(e) so that exp(scale · x) = exp2(qk_scale · x):
@@ -16,7 +22,7 @@ in base 2 with qk_scale = scale · log2(e) so that exp(scale · x) = exp2(qk_sca
     backward  P = exp2(qk_scale · Q Kᵀ - lse · log2(e));  D = rowsum(dO ∘ O)
               dV = Pᵀ dO;  dP = dO Vᵀ;  dS = P ∘ (dP - D);  dK = scale · dSᵀ Q;  dQ = scale · dS K
 
-This starter keeps the structure of nlpcore.kernels.flash_triton but none of its speed-ups:
+This kernel keeps the structure of nlpcore.kernels.flash_triton but none of its speed-ups:
 one fixed block size, every key block masked, no autotuning. Once it passes, compare the two
 (the solution skips masks on interior blocks, tunes block sizes and warps per head dim).
 Tensors are (B, H, N, d), contiguous, d in {16, 32, 64, 128}; causal is top-left aligned.
@@ -52,34 +58,17 @@ def _fwd_kernel(Q, K, V, O, LSE, n_q, n_k, qk_scale,
     O += pid_bh * n_q * HEAD_DIM
     K += pid_bh * n_k * HEAD_DIM
     V += pid_bh * n_k * HEAD_DIM
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,)
-    offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(Q + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=offs_m[:, None] < n_q, other=0.0)
-
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running max, in log2 units
-    l_i = tl.zeros([BLOCK_M], tl.float32)  # running sum of exp2(s - m_i)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)  # running unnormalised output
-    end = tl.minimum((pid_m + 1) * BLOCK_M, n_k) if CAUSAL else n_k  # later keys are all masked
-    for start_n in range(0, end, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)  # (BLOCK_N,)
-        kv_ptrs = offs_n[:, None] * HEAD_DIM + offs_d[None, :]
-        k = tl.load(K + kv_ptrs, mask=offs_n[:, None] < n_k, other=0.0)  # (BLOCK_N, d)
-        v = tl.load(V + kv_ptrs, mask=offs_n[:, None] < n_k, other=0.0)
-        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (BLOCK_M, BLOCK_N)
-        allowed = offs_n[None, :] < n_k
-        if CAUSAL:
-            allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
-        s = tl.where(allowed, s, float("-inf"))
-
-        m_new = m_i  # TODO(1): the new running max: m_i or this block's row max, whichever is larger
-        p = tl.zeros_like(s)  # TODO(2): exp2 of the scores, shifted by the new max
-        alpha = tl.full([BLOCK_M], 1.0, tl.float32)  # TODO(3): rescales the old sums to m_new
-        l_i = l_i  # TODO(4): rescale, then add this block's row sums of p
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
-        m_i = m_new
-
-    lse = m_i  # TODO(5): natural-log logsumexp of the scaled scores, from m_i and l_i
-    o = acc  # TODO(6): normalise the accumulator
+    offs_d = tl.arange(0, HEAD_DIM)  # (d,): the columns of every tile
+    # Write this program's part, in this order (the module docstring has the math):
+    #  1. offs_m, the query rows of this program; load q (BLOCK_M, d) with rows >= n_q masked
+    #  2. m_i (-inf), l_i (0) and acc (0) in float32: the running max, sum and output
+    #  3. end: the first key no row of this program may see (causal: skip those blocks)
+    #  4. loop over key tiles start_n in [0, end): load k, v masked, s = qk_scale · q kᵀ,
+    #     mask keys >= n_k (and, causal, keys after the row), then the online-softmax update
+    #  5. lse (natural log, for the backward) and o = acc / l_i
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    lse = tl.zeros([BLOCK_M], tl.float32)
+    o = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     tl.store(LSE + pid_bh * n_q + offs_m, lse, mask=offs_m < n_q)
     tl.store(O + offs_m[:, None] * HEAD_DIM + offs_d[None, :], o.to(O.dtype.element_ty),
              mask=offs_m[:, None] < n_q)
@@ -121,10 +110,10 @@ def _bwd_dkdv_kernel(Q, K, V, DO, LSE, DELTA, DK, DV, n_q, n_k, scale, qk_scale,
         if CAUSAL:
             allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
 
-        p = tl.zeros_like(s)  # TODO(7): P from s and lse (mind the base), 0 where not allowed
+        p = tl.zeros_like(s)  # TODO: P from s and lse (mind the base), 0 where not allowed
+        dp = tl.zeros_like(s)  # TODO: dP = dO Vᵀ, shape (BLOCK_M, BLOCK_N)
+        ds = tl.zeros_like(s)  # TODO: dS from p, dp and delta
         dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision=PRECISION)  # dV += Pᵀ dO
-        dp = tl.zeros_like(s)  # TODO(8): dP = dO Vᵀ, shape (BLOCK_M, BLOCK_N)
-        ds = tl.zeros_like(s)  # TODO(9): dS from p, dp and delta
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision=PRECISION)  # dK += dSᵀ Q
     tl.store(DK + kv_ptrs, (dk * scale).to(DK.dtype.element_ty), mask=offs_n[:, None] < n_k)
     tl.store(DV + kv_ptrs, dv.to(DV.dtype.element_ty), mask=offs_n[:, None] < n_k)
@@ -164,7 +153,7 @@ def _bwd_dq_kernel(Q, K, V, DO, LSE, DELTA, DQ, n_q, n_k, scale, qk_scale,
         p = tl.where(allowed, tl.exp2(s - lse[:, None] * LOG2E), 0.0)
         dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
         ds = p * (dp - delta[:, None])
-        dq = dq  # TODO(10): accumulate dS K (the scale is applied once, at the store)
+        dq = dq  # TODO: accumulate dS K (the scale is applied once, at the store)
     tl.store(DQ + q_ptrs, (dq * scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
 
 
@@ -185,7 +174,7 @@ def forward(q, k, v, causal=False, scale=None):
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     o = torch.empty_like(q)
     lse = torch.empty((b, h, n_q), device=q.device, dtype=torch.float32)
-    grid = (triton.cdiv(n_q, BLOCK_M), b * h)
+    grid = (1, 1)  # TODO: one program per (query block, batch · head)
     _fwd_kernel[grid](q, k, v, o, lse, n_q, k.shape[2], scale * LOG2E.value,
                       HEAD_DIM=d, CAUSAL=bool(causal), PRECISION=_precision(q.dtype),
                       BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
@@ -211,17 +200,15 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
 
 
 class _Attention(torch.autograd.Function):
+    """attention() for torch.autograd: the forward saves what the backward recomputes from."""
+
     @staticmethod
     def forward(ctx, q, k, v, causal, scale):
-        o, lse = forward(q, k, v, causal, scale)
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.causal, ctx.scale = causal, scale
-        return o
+        raise NotImplementedError("_Attention.forward: run forward(), save q, k, v, o, lse, return o")
 
     @staticmethod
     def backward(ctx, do):
-        dq, dk, dv = backward(*ctx.saved_tensors, do, ctx.causal, ctx.scale)
-        return dq, dk, dv, None, None
+        raise NotImplementedError("_Attention.backward: one gradient per input of forward()")
 
 
 def attention(q, k, v, causal=False, scale=None):

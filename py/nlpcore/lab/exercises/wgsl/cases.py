@@ -14,7 +14,10 @@ from nlpcore.lab.framework import CheckFailed
 
 from .sizing import STORAGE_LIMIT, Layout
 
-HOST_WG = 64  # invocations per workgroup unless the shader says
+HOST_BR = 64  # query rows per workgroup unless the shader's BR default says otherwise
+HOST_BC = 16  # keys per staged K/V tile unless the shader's BC default says otherwise
+# The host's plan for this exercise: smaller than the lab's default (tiling.plan: 128 rows, 28
+# keys for d = 64), so that lcm(BR, BC) = 64 keeps Scratch's whole-tile sizes small.
 
 
 @dataclass(frozen=True)
@@ -93,21 +96,29 @@ HARDEN_CASES = (
          seed=14),
     Case("masked-rows", "Fully masked rows: o = 0, lse = -inf, no NaN", 1, 64, 64, 32, 32,
          mask="rows", seed=15),
-    Case("odd-d", "d = 24 and dv = 40 (not powers of two)", 1, 64, 64, 24, 40, seed=16),
+    Case("odd-d", "d = 23 and dv = 38 (not multiples of 4)", 1, 64, 64, 23, 38, seed=16),
     Case("many-workgroups", "Many workgroups: B = 4, N = 384", 4, 384, 384, 16, 16, seed=17),
+    Case("causal-nq-gt-nk", "Causal with more queries than keys (100 queries, 37 keys)", 1, 100,
+         37, 16, 16, causal=True, seed=18),
 )
 
 MAX_WHOLE_TILE = 256    # rows: the Scratch cases are 1-4 tiles of lcm(BR, BC) rows
-MAX_MIRROR_STEPS = 4096  # tile steps the mirror takes with the learner's plan before it uses
-                         # the host's (tiny tiles would take minutes in Pyodide; the result
+MAX_MIRROR_STEPS = 4096  # steps of four keys the mirror takes with the learner's plan before it
+                         # uses the host's (tiny tiles would take minutes in Pyodide; the result
                          # differs by float32 rounding only, far inside the tolerance)
 
 TIMING_CASES = ("many-tiles", "many-workgroups")  # the page also times the reference shader here
 
 
+def host_plan(d: int, dv: int) -> tiling.TilePlan:
+    """The host's tile plan for a case: tiling.plan with Br = HOST_BR, Bc = HOST_BC (KS from d
+    and dv, SPART from all three)."""
+    return tiling.plan(d, 4, dv=dv, br=HOST_BR, bc=HOST_BC)
+
+
 def _host(case: Case) -> Dict[str, int]:
-    auto = tiling.plan(case.d, 4, dv=case.dv)
-    return {"BR": auto.br, "BC": auto.bc, "D": case.d, "DV": case.dv, "WG": HOST_WG}
+    """The override values the host offers for a case (a shader's own BR/BC defaults win)."""
+    return dict(host_plan(case.d, case.dv).constants())
 
 
 _reference_cache: Dict[tuple, tuple] = {}
@@ -128,8 +139,11 @@ def reference64(case: Case, br: int, bc: int):
 
 def _tile_plan(case: Case, lay: Layout) -> tiling.TilePlan:
     """The learner's plan as a TilePlan for the mirror (arrays as the learner declared them)."""
-    return tiling.TilePlan(d=case.d, dv=case.dv, dtype_bytes=4, br=lay.env["BR"], bc=lay.env["BC"],
-                           workgroup_size=lay.invocations, storage_limit=STORAGE_LIMIT,
+    br, bc, ks = lay.env["BR"], lay.env["BC"], lay.env["KS"]
+    return tiling.TilePlan(d=case.d, dv=case.dv, dtype_bytes=4, br=br, bc=bc, ks=ks,
+                           workgroup_size=lay.invocations,
+                           spart=lay.env.get("SPART", tiling.spart_elements(br, bc, ks)),
+                           storage_limit=STORAGE_LIMIT,
                            arrays=tuple((n, b) for n, b, _ in lay.arrays),
                            bytes_used=lay.bytes_used)
 
@@ -139,17 +153,19 @@ _expected_cache: Dict[tuple, tuple] = {}
 
 def expected(case: Case, br: int, bc: int):
     """(q, k, v, mask, o, lse) with o, lse from the CPU mirror of wgsl/flash_fwd.wgsl under the
-    learner's block sizes (the host's when those need over MAX_MIRROR_STEPS tile steps); cached,
-    since grade() and every verify() need them. (The float64 reference of the same inputs is
-    :func:`reference64`.)"""
+    learner's block sizes (the host's when those need over MAX_MIRROR_STEPS steps of four keys,
+    or make no plan tiling accepts); cached, since grade() and every verify() need them. (The
+    float64 reference of the same inputs is :func:`reference64`.)"""
     key = (case, br, bc)
     if key not in _expected_cache:
         q, k, v, mask = case.inputs(br, bc)
-        steps = q.shape[0] * -(-q.shape[1] // br) * -(-k.shape[1] // bc)
+        steps = q.shape[0] * -(-q.shape[1] // br) * -(-k.shape[1] // bc) * -(-bc // tiling.KEY_STEP)
+        plan = host_plan(case.d, case.dv)
         if steps <= MAX_MIRROR_STEPS:
-            plan = tiling.plan(case.d, 4, storage_limit=1 << 30, dv=case.dv, br=br, bc=bc)
-        else:
-            plan = tiling.plan(case.d, 4, dv=case.dv)
+            try:
+                plan = tiling.plan(case.d, 4, storage_limit=1 << 30, dv=case.dv, br=br, bc=bc)
+            except ValueError:  # e.g. more than 256 invocations: the GPU check refuses it anyway
+                pass
         o, lse = mirror.forward(q, k, v, causal=case.causal, mask=mask, plan=plan)
         if len(_expected_cache) > 32:
             _expected_cache.clear()

@@ -107,7 +107,7 @@ class GpuCase:
         shapes = shapes_of(q=q, k=k, v=v, o=o_want)
         if not np.any(o) and np.any(o_want):
             raise CheckFailed("%s: your kernel left o all zeros — nothing was written back "
-                              "(TODO 6?)" % context, expected="o ≈ the mirror's output",
+                              "(the final write of o and lse?)" % context, expected="o ≈ the mirror's output",
                               got="all zeros", shapes=shapes, tolerance=_tol_text())
         err_o = assert_close("o", o, o_want, shapes=shapes, context=context, **TOLERANCE)
         err_lse = assert_close("lse", lse, lse_want, shapes=shapes, context=context, **TOLERANCE)
@@ -135,7 +135,7 @@ def _check_interface(ns) -> str:
     except ShaderError as err:
         raise CheckFailed(str(err), expected="the interface of the starter shader")
     plan = ", ".join("%s = %s" % (n, info.overrides[n] or "set by the host")
-                     for n in ("BR", "BC", "WG") if n in info.overrides)
+                     for n in ("BR", "BC", "KS", "SPART") if n in info.overrides)
     return "bindings 0-6, overrides D, DV%s and @compute fn main (line %d) are in place" % (
         (", " + plan) if plan else "", info.entry_line)
 
@@ -176,7 +176,7 @@ def python_checks(cases) -> Tuple[Check, ...]:
     return (
         Check("interface", "Interface: bindings, overrides, entry point (runs without WebGPU)",
               run=_check_interface),
-        Check("budget", "Workgroup memory fits 16384 bytes (runs without WebGPU)",
+        Check("budget", "Workgroup memory fits %d bytes (runs without WebGPU)" % STORAGE_LIMIT,
               run=_budget(cases)),
         Check("mirror", "Mirror only: the CPU mirror with your plan vs float64 (runs without WebGPU)",
               run=_mirror(cases)),

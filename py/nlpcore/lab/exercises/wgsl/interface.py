@@ -16,7 +16,7 @@ BINDINGS = (
     (6, "lse", "storage"),
 )
 REQUIRED_USE = ("params", "q", "k", "v", "o", "lse")  # mask_bits only once masks are handled
-HOST_OVERRIDES = ("BR", "BC", "D", "DV", "WG")
+HOST_OVERRIDES = ("BR", "BC", "D", "DV", "KS", "SPART")  # what the host can set (tiling.plan's names)
 
 
 def check_interface(info: ShaderInfo) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, FrozenSet, Optional, Tuple
 
 
 def _strip_comments(source: str) -> str:
@@ -39,12 +39,15 @@ class ShaderInfo:
     workgroup: Tuple[WorkgroupVar, ...]
     workgroup_size: Optional[str]               # the @workgroup_size(...) of fn main
     entry_line: Optional[int]
-    names: Dict[str, int]                       # identifier -> occurrences (not after a ".")
+    used: FrozenSet[str]                        # identifiers in main and the functions it calls
 
     def uses(self, name: str) -> bool:
-        """Is ``name`` referenced anywhere besides its declaration? (How WebGPU decides which
-        bindings and workgroup variables an entry point uses, to a first approximation.)"""
-        return self.names.get(name, 0) > 1
+        """Is ``name`` referenced by the entry point ``main``, in its body or in a function it
+        calls (directly or not)? That is how WebGPU decides which bindings and workgroup
+        variables an entry point statically uses: a helper that touches ``k`` but is never
+        called does not count. (Identifiers are matched by name, so a local that shadows a
+        module-scope name counts too: an approximation.)"""
+        return name in self.used
 
 
 _parsed: Dict[str, ShaderInfo] = {}
@@ -95,7 +98,49 @@ def _parse(source: str) -> ShaderInfo:
         sm = re.search(r"@\s*workgroup_size\s*\(([^)]*)\)", before)
         if "@compute" in before.replace(" ", "") and sm:
             size = sm.group(1)
-    names: Dict[str, int] = {}
-    for name in re.findall(r"(?<![\w.])[A-Za-z_]\w*", text):
-        names[name] = names.get(name, 0) + 1
-    return ShaderInfo(text, overrides, consts, bindings, tuple(workgroup), size, line, names)
+    return ShaderInfo(text, overrides, consts, bindings, tuple(workgroup), size, line,
+                      _statically_used(text))
+
+
+_IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def _function_bodies(text: str) -> Dict[str, str]:
+    """Module-scope ``fn name(...) ... { body }``: name -> the text from its parameters to the
+    brace that closes its body (braces matched; comments are already blanked)."""
+    bodies = {}
+    for m in re.finditer(r"\bfn\s+(\w+)\s*\(", text):
+        start = text.find("{", m.end())
+        if start < 0:
+            continue
+        depth, end = 0, len(text)
+        for i in range(start, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    end = i + 1
+                    break
+        bodies[m.group(1)] = text[m.end():end]
+    return bodies
+
+
+def _statically_used(text: str) -> FrozenSet[str]:
+    """Identifiers in ``main`` and in every function reachable from it by calls; without a
+    ``main``, every identifier that occurs more than once (its declaration and a use)."""
+    bodies = _function_bodies(text)
+    if "main" not in bodies:
+        counts: Dict[str, int] = {}
+        for name in _IDENTIFIER.findall(text):
+            counts[name] = counts.get(name, 0) + 1
+        return frozenset(n for n, c in counts.items() if c > 1)
+    used, todo, seen = set(), ["main"], {"main"}
+    while todo:
+        names = set(_IDENTIFIER.findall(bodies[todo.pop()]))
+        used |= names
+        for callee in names & set(bodies):
+            if callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return frozenset(used)

@@ -8,7 +8,7 @@ the lab's own shader).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
 from nlpcore.kernels import tiling
@@ -85,28 +85,40 @@ class Layout:
         return {"arrays": [{"name": n, "bytes": b, "line": line} for n, b, line in self.arrays],
                 "bytes_used": self.bytes_used, "storage_limit": STORAGE_LIMIT,
                 "br": self.env.get("BR"), "bc": self.env.get("BC"), "d": self.env.get("D"),
-                "dv": self.env.get("DV"), "workgroup_size": self.invocations}
+                "dv": self.env.get("DV"), "ks": self.env.get("KS"),
+                "workgroup_size": self.invocations}
 
 
-def _resolve(info: ShaderInfo, host: Dict[str, int]) -> Dict[str, int]:
-    """Values of overrides and consts: the shader's defaults win for BR/BC/WG, the host's
-    values for D and DV (which are the data's shape)."""
-    env: Dict[str, int] = {}
-    pending = dict(info.consts)
-    pending.update({n: e for n, e in info.overrides.items() if e is not None})
-    for name in ("D", "DV"):
-        env[name] = host[name]
-        pending.pop(name, None)
-    for _ in range(len(pending) + 1):  # defaults may refer to each other, in any order
+def _evaluate_pending(pending: Dict[str, str], env: Dict[str, int]) -> None:
+    """Move into ``env`` every expression of ``pending`` that can be evaluated; defaults may
+    refer to each other, in any order."""
+    for _ in range(len(pending) + 1):
         for name, expr in list(pending.items()):
             try:
                 env[name] = evaluate(expr, env)
                 del pending[name]
             except ShaderError:
                 pass
-    for name in ("BR", "BC", "WG"):
-        if name not in env and name in host:
+
+
+def _resolve(info: ShaderInfo, host: Dict[str, int]) -> Dict[str, int]:
+    """Values of overrides and consts. D and DV are the host's (the data's shape); BR, BC and KS
+    are the shader's own defaults when it gives them (the learner's tile plan), else the host's;
+    SPART, unless the shader gives it, is what tiling makes of those: Br·KS·Bc partial scores
+    when a row has several lanes, else 1 (:func:`nlpcore.kernels.tiling.spart_elements`)."""
+    env = {"D": host["D"], "DV": host["DV"]}
+    pending = dict(info.consts)
+    pending.update({n: e for n, e in info.overrides.items() if e is not None})
+    for name in ("D", "DV"):
+        pending.pop(name, None)
+    _evaluate_pending(pending, env)
+    for name in ("BR", "BC", "KS"):
+        if name not in env and name not in pending:
             env[name] = host[name]
+    _evaluate_pending(pending, env)
+    if "SPART" not in env and "SPART" not in pending and all(n in env for n in ("BR", "BC", "KS")):
+        env["SPART"] = tiling.spart_elements(env["BR"], env["BC"], env["KS"])
+        _evaluate_pending(pending, env)
     return env
 
 
@@ -119,8 +131,11 @@ def layout(info: ShaderInfo, host: Dict[str, int]) -> Layout:
             raise ShaderError("override %s = %s cannot be evaluated" % (name, info.overrides[name]))
         constants[name] = env[name]
     for name in ("BR", "BC"):
-        if env.get(name, 0) <= 0:
+        if not isinstance(env.get(name), int) or env[name] <= 0:
             raise ShaderError("%s must be a positive integer, got %s" % (name, env.get(name)))
+    if env["BC"] % tiling.KEY_STEP:
+        raise ShaderError("BC = %d is not a multiple of %d: the kernel takes keys %d at a time "
+                          "(a vec4 of scores)" % (env["BC"], tiling.KEY_STEP, tiling.KEY_STEP))
     arrays = []
     for var in info.workgroup:
         if not info.uses(var.name):
@@ -133,25 +148,44 @@ def layout(info: ShaderInfo, host: Dict[str, int]) -> Layout:
     return Layout(constants, env, tuple(arrays), sum(b for _, b, _ in arrays), invocations)
 
 
+def _with_blocks(info: ShaderInfo, br: int, bc: int) -> ShaderInfo:
+    """The shader with BR and BC fixed (their defaults, or const values, replaced)."""
+    fixed = {"BR": str(br), "BC": str(bc)}
+    return replace(info, overrides={n: fixed.get(n, e) for n, e in info.overrides.items()},
+                   consts={n: fixed.get(n, e) for n, e in info.consts.items()})
+
+
 def fitting_plan(info: ShaderInfo, host: Dict[str, int]) -> Optional[Layout]:
-    """The power-of-two BR, BC <= 64 with the largest tile area (ties: larger BR) for which
-    this shader's own workgroup arrays fit the limit; None if none does."""
-    best = None
-    for br in (64, 32, 16, 8, 4, 2, 1):
-        for bc in (64, 32, 16, 8, 4, 2, 1):
-            trial = ShaderInfo(info.text, {n: (str(br) if n == "BR" else str(bc) if n == "BC" else e)
-                                           for n, e in info.overrides.items()},
-                               {n: (str(br) if n == "BR" else str(bc) if n == "BC" else e)
-                                for n, e in info.consts.items()},
-                               info.bindings, info.workgroup, info.workgroup_size, info.entry_line,
-                               info.names)
-            try:
-                lay = layout(trial, dict(host, BR=br, BC=bc))
-            except ShaderError:
-                continue
-            if lay.bytes_used <= STORAGE_LIMIT and (best is None or (br * bc, br) > best[0]):
-                best = ((br * bc, br), lay)
-    return None if best is None else best[1]
+    """A tile plan for which this shader's own workgroup arrays fit the limit, chosen by
+    :func:`nlpcore.kernels.tiling.plan`'s rule: Br is the shader's own (its BR default), else the
+    host's, halved while even Bc = KEY_STEP does not fit (or the workgroup would pass 256
+    invocations); Bc is then the largest multiple of KEY_STEP up to MAX_BLOCK that fits.
+    The bytes are those of the learner's declarations (for the lab's shader they are
+    tiling.bytes_needed, so this is tiling.plan's choice). None if nothing fits."""
+    env = _resolve(info, host)
+    step = tiling.KEY_STEP
+
+    def trial(br: int, bc: int) -> Optional[Layout]:
+        try:
+            lay = layout(_with_blocks(info, br, bc), dict(host, BR=br, BC=bc))
+        except ShaderError:
+            return None
+        fits = lay.bytes_used <= STORAGE_LIMIT and lay.invocations <= tiling.WEBGPU_DEFAULT_INVOCATIONS
+        return lay if fits else None
+
+    br = env.get("BR") if isinstance(env.get("BR"), int) and env["BR"] > 0 else host["BR"]
+    while br > 1 and trial(br, step) is None:
+        br //= 2
+    best = trial(br, step)
+    if best is None:
+        return None
+    bc = step
+    while bc + step <= tiling.MAX_BLOCK:
+        bigger = trial(br, bc + step)
+        if bigger is None:
+            break
+        best, bc = bigger, bc + step
+    return best
 
 
 def refusal(lay: Layout, info: ShaderInfo, host: Dict[str, int]) -> str:
@@ -162,6 +196,7 @@ def refusal(lay: Layout, info: ShaderInfo, host: Dict[str, int]) -> str:
                STORAGE_LIMIT))
     fit = fitting_plan(info, host)
     if fit is None:
-        return text + "; no power-of-two tile plan fits d=%d with these arrays" % host["D"]
+        return text + "; no tile plan fits d=%d with these arrays, not even BR = 1, BC = %d" % (
+            host["D"], tiling.KEY_STEP)
     return text + "; a plan that fits: BR=%d, BC=%d (%d bytes)" % (fit.env["BR"], fit.env["BC"],
                                                                    fit.bytes_used)
