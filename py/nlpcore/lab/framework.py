@@ -29,8 +29,9 @@ name is missing, the time limit hit).
 Isolation (:func:`grade`): learner code runs with its output captured (``stdout``, ``stderr``,
 ``traceback`` in the grade), with the library's kernels refused where a step teaches a kernel
 (``Step.refuse``, :func:`refusing`), and the interpreter is restored to the state taken before
-the first grade once the learner's part is over. The page also grades in a worker of its own
-that is thrown away after each grade (site/js/runtime.js).
+the first grade once the learner's part is over. When that restore had anything to undo, the
+page also replaces its Python worker (site/js/runtime.js), so what the restore cannot see does
+not outlive the grade either.
 """
 from __future__ import annotations
 

@@ -23,10 +23,11 @@ and the standard modules the graders use):
   ``sys.meta_path`` and the set of imported modules (modules imported by learner code are
   forgotten, except compiled extensions, which cannot be loaded twice).
 
-What this cannot undo, and why the browser grades in a throwaway worker as well: anything
-reached only through introspection of objects not listed above (``gc.get_objects()``,
-``object.__setattr__`` on an arbitrary library object), C-level state (``sys.addaudithook``
-hooks are permanent), and files written to the virtual file system.
+What this cannot undo: anything reached only through introspection of objects not listed
+above (``gc.get_objects()``, ``object.__setattr__`` on an arbitrary library object), C-level
+state (``sys.addaudithook`` hooks are permanent), and files written to the virtual file system.
+The grader's audit hook reports the first two kinds of call, and the page replaces its Python
+worker after any grade whose restore had something to undo (site/js/runtime.js).
 """
 from __future__ import annotations
 

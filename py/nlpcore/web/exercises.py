@@ -15,10 +15,10 @@
 
 Learner code arrives as a plain string and runs with ``exec`` in a fresh namespace (see
 :func:`nlpcore.lab.framework.load_learner`); whatever it changes in the interpreter is undone
-after each call (:func:`nlpcore.lab.framework.isolated`), and the page runs these calls in a
-worker of their own that it replaces after each one (js/runtime.js), which also enforces the
-time limit. A grade carries the learner's ``stdout``, ``stderr`` and ``traceback``. Must run
-in Pyodide 0.17 (Python 3.8, NumPy 1.17).
+after each call (:func:`nlpcore.lab.framework.isolated`) and listed in ``restored``; when that
+list is not empty the page replaces its worker (js/runtime.js, which also enforces the time
+limit). A grade carries the learner's ``stdout``, ``stderr`` and ``traceback``. Must run in
+Pyodide 0.17 (Python 3.8, NumPy 1.17).
 """
 from __future__ import annotations
 
