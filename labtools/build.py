@@ -162,8 +162,10 @@ def vendor(out: pathlib.Path) -> None:
 
 def package_sources() -> list:
     """(path inside the package tree, absolute path) of every file shipped in the wheel: the
-    package tree (exercise folders with their statements, starters and shaders included) and the
-    lab's shaders from wgsl/ as nlpcore/_wgsl/<name>, where nlpcore.shaders reads them in Pyodide."""
+    package tree (exercise folders with their statements, starters and shaders included), the
+    lab's shaders from wgsl/ as nlpcore/_wgsl/<name>, where nlpcore.shaders reads them in Pyodide,
+    and the hardware record bench/results/io_h200.json as nlpcore/_results/, where
+    nlpcore.measured reads it."""
     package = ROOT / "py" / "nlpcore"
     files = []
     for path in sorted(package.rglob("*")):
@@ -172,6 +174,8 @@ def package_sources() -> list:
         files.append((path.relative_to(ROOT / "py").as_posix(), path))
     for path in sorted((ROOT / "wgsl").glob("*.wgsl")):
         files.append(("nlpcore/_wgsl/" + path.name, path))
+    for path in sorted((ROOT / "bench" / "results").glob("io_h200.json")):
+        files.append(("nlpcore/_results/" + path.name, path))
     return files
 
 
@@ -274,6 +278,13 @@ except ImportError as error:  # a tree without these modules (build.py's own tes
         raise
 else:
     values = {"hardware." + name: value for name, value in hardware.as_dict().items()}
+    try:
+        from nlpcore import measured
+    except ImportError as error:
+        if not (error.name or "").startswith("nlpcore"):
+            raise
+    else:
+        values.update({"measured." + name: value for name, value in measured.as_dict().items()})
     values["cell.min_sram"] = viz.MIN_SRAM
     values["gpubench.sizes"] = ",".join(str(n) for n in gpubench.SIZES)
     for cell, limits in viz.CELL_LIMITS.items():
@@ -287,8 +298,8 @@ with open(sys.argv[2], "w", encoding="utf-8") as f:  # a file: the exporter may 
 def run_exporter() -> dict:
     """What the site takes from nlpcore, run in a fresh interpreter: ``{"data": the result of
     nlpcore.lab.export_site_data() or None, "values": the numbers pages quote,
-    {"hardware.<name>": ..., "cell.<cell>.<limit>": ..., "page.<name>": ...}}`` (nlpcore.hardware,
-    viz.CELL_LIMITS, viz.page_numbers)."""
+    {"hardware.<name>": ..., "measured.<name>": ..., "cell.<cell>.<limit>": ..., "page.<name>": ...}}``
+    (nlpcore.hardware, nlpcore.measured, viz.CELL_LIMITS, viz.page_numbers)."""
     with tempfile.TemporaryDirectory() as tmp:
         target = pathlib.Path(tmp) / "export.json"
         result = subprocess.run([sys.executable, "-c", _EXPORT_SCRIPT, str(ROOT / "py"), str(target)],

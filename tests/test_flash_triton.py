@@ -385,3 +385,84 @@ def test_grader_reports_a_broken_module(capsys, tmp_path):
     assert "ERROR" in out and "RuntimeError: boom" in out
     status, out = _grade(tmp_path / "missing.py", capsys)
     assert status == 1 and "no such file" in out
+
+
+# --- fused dropout ----------------------------------------------------------------------------
+def ref64_dropout(q, k, v, do, causal, keep, p):
+    """Float64 attention with the keep-mask applied to P, gradients by autograd."""
+    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).tril(), float("-inf"))
+    o = (torch.softmax(s, -1) * keep.to(s.device) / (1 - p)) @ v
+    o.backward(do.double())
+    return o.detach(), torch.logsumexp(s, -1).detach(), (q.grad, k.grad, v.grad)
+
+
+@pytest.mark.parametrize("shape,p", [((1, 2, 5, 7), 0.5), ((2, 3, 33, 17), 0.1), ((1, 1, 64, 100), 0.9)])
+def test_keep_mask_equals_numpy_keep_mask(shape, p):
+    from nlpcore.kernels import flash_np
+
+    got = ft.keep_mask(11, shape, p, device=DEVICE).cpu().numpy()
+    assert got.dtype == np.bool_ and got.shape == shape
+    assert np.array_equal(got, flash_np.keep_mask(11, shape, p))
+
+
+DROP_CASES = [(45, 45, 16, False), (45, 45, 16, True), (100, 64, 32, True), (17, 70, 32, False)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("n_q,n_k,d,causal", DROP_CASES,
+                         ids=[f"{a}x{b}-d{d}-{'causal' if c else 'full'}" for a, b, d, c in DROP_CASES])
+def test_dropout_matches_float64_with_the_same_keep_mask(n_q, n_k, d, causal, dtype):
+    q, k, v, do = make(1, 2, n_q, n_k, d, dtype, seed=n_q * 7 + n_k + d)
+    p, seed = 0.3, 2024
+    keep = ft.keep_mask(seed, (1, 2, n_q, n_k), p, device=DEVICE)
+    inputs = f"Nq={n_q} Nk={n_k} d={d} causal={causal} {dtype} p={p}"
+    o, lse = ft.forward(q, k, v, causal=causal, dropout_p=p, seed=seed)
+    grads = ft.backward(q, k, v, o, lse, do, causal=causal, dropout_p=p, seed=seed)
+    want_o, want_lse, want_grads = ref64_dropout(q, k, v, do, causal, keep, p)
+    plain_o, plain_grads = None, None
+    if dtype != torch.float32:
+        plain_o, plain_grads = check_triton.plain(q, k, v, do, causal=causal, keep=keep, dropout_p=p)
+    assert_close("o", o, want_o, dtype, "o", plain_o, inputs)
+    assert_close("lse", lse, want_lse, torch.float32, "lse", inputs=inputs)  # the undropped softmax's
+    for name, got, want, pl in zip(("dq", "dk", "dv"), grads, want_grads, plain_grads or (None,) * 3):
+        assert_close(name, got, want, dtype, "grad", pl, inputs)
+    o0, _ = ft.forward(q, k, v, causal=causal)
+    assert float((o.double() - o0.double()).abs().max()) > 1e-2  # dropout did something
+
+
+def test_dropout_through_autograd_and_every_dq_path(monkeypatch):
+    q, k, v, do = make(1, 2, 50, 50, 32, torch.float32, seed=3)
+    keep = ft.keep_mask(5, (1, 2, 50, 50), 0.2, device=DEVICE)
+    want_o, _, want_grads = ref64_dropout(q, k, v, do, True, keep, 0.2)
+    for dq_strategy in ("separate", "atomic"):
+        monkeypatch.setattr(ft, "DQ_STRATEGY", dq_strategy)
+        leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+        o = ft.attention(*leaves, causal=True, dropout_p=0.2, seed=5)
+        o.backward(do)
+        assert_close("o", o, want_o, torch.float32, "o", inputs=dq_strategy)
+        for name, t, want in zip(("dq", "dk", "dv"), leaves, want_grads):
+            assert_close(name, t.grad, want, torch.float32, "grad", inputs=dq_strategy)
+
+
+def test_dropout_p_zero_is_bit_identical():
+    q, k, v, do = make(1, 2, 40, 40, 32, torch.float32, seed=8)
+    o, lse = ft.forward(q, k, v, causal=True)
+    o0, lse0 = ft.forward(q, k, v, causal=True, dropout_p=0.0, seed=77)
+    assert torch.equal(o, o0) and torch.equal(lse, lse0)
+    g = ft.backward(q, k, v, o, lse, do, causal=True)
+    g0 = ft.backward(q, k, v, o, lse, do, causal=True, dropout_p=0.0, seed=77)
+    assert all(torch.equal(a, b) for a, b in zip(g, g0))
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"dropout_p": 1.0}, ValueError, r"dropout_p must be in \[0, 1\)"),
+    ({"dropout_p": 0.1, "seed": -3}, ValueError, r"seed must be an int in \[0, 2\*\*32\)"),
+    ({"dropout_p": None}, TypeError, "dropout_p must be a number"),
+])
+def test_bad_dropout_arguments(kwargs, error, match):
+    q = _q(1, 1, 8, 16)
+    with pytest.raises(error, match=match):
+        ft.forward(q, q, q, **kwargs)

@@ -78,3 +78,28 @@ def test_figure2_lands_near_the_paper():
     assert r["ratio"] > 5
     text = io_model.format_figure2(r)
     assert "40.3" in text and "4.4" in text
+
+
+def test_figure2_as_the_papers_baseline_lands_within_ten_percent():
+    r = io_model.figure2()
+    assert abs(r["baseline_standard_gb"] / 40.3 - 1) <= 0.10, r["baseline_standard_gb"]
+    assert abs(r["baseline_flash_gb"] / 4.4 - 1) <= 0.10, r["baseline_flash_gb"]
+    assert r["baseline_flash_skip_gb"] < r["baseline_flash_gb"]  # skipping tiles above the diagonal
+    # the passes are named, each counted once, and add up to the total
+    passes = r["baseline_passes_gb"]
+    assert len({(p["pass"], p["step"]) for p in passes}) == len(passes)
+    assert abs(sum(p["gb"] for p in passes) - r["baseline_standard_gb"]) < 1e-9
+    steps = " ".join(p["step"] for p in passes)
+    assert "causal bias" in steps and "dropout" in steps and "keep" in steps
+
+
+def test_baseline_passes_add_seven_nxn_passes_to_algorithm_0_and_3():
+    n, d = 1000, 48
+    extra = io_model.baseline_bytes(n, n, d, dtype_bytes=2) - 2 * (
+        standard_accesses(n, n, d) + standard_accesses(n, n, d, backward=True))
+    # in fp16 entries of N×N: forward +2 (bias add) +2 (dropout reads P, writes P̃) +0.5 (the
+    # 1-byte keep-mask); backward +2 (dropout's backward reads dP̃, writes dP) +0.5 (reads the
+    # mask); and the scale passes on Q and dQ, 4·N·d
+    assert extra == 2 * (2 + 2 + 0.5 + 2 + 0.5) * n * n + 2 * 4 * n * d
+    with pytest.raises(ValueError, match="dtype_bytes"):
+        io_model.baseline_bytes(n, n, d, dtype_bytes=0)

@@ -171,6 +171,10 @@ WRONG_ANSWERS = [
     ("online-softmax", "probe", "    fig = io_model.figure2()\n    return {",
      "    return {'slope_n': 2.0, 'slope_m': -1.0, 'slope_d': 2.0, 'figure2_ratio': 40.3 / 4.4}\n"
      "    return {", {"slopes", "figure2", "measures"}),
+    ("online-softmax", "probe", '"measured_ratio": h200["baseline"]["hbm_gb"] / h200["triton"]["hbm_gb"],',
+     '"measured_ratio": 40.3 / 4.4,', {"h200", "measures"}),
+    ("online-softmax", "probe", '"baseline_ratio": fig["baseline_standard_gb"] / fig["baseline_flash_gb"],',
+     '"baseline_ratio": fig["standard_gb"] / fig["flash_gb"],', {"figure2", "measures"}),
     ("backward", "harden", "return o.astype(q.dtype), lse", "return o, lse", {"float16"}),
     ("backward", "harden", "shift = np.where(np.isfinite(m_new), m_new, 0).astype(acc_dtype)",
      "shift = m_new", {"empty-rows"}),

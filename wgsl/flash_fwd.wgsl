@@ -124,7 +124,8 @@ fn present(col: u32, width: u32) -> u32 {
 
 // Four consecutive elements of a row starting at flat index `at`; only the first `n` exist,
 // the rest read as 0. A row's length need not be a multiple of 4, so rows are not
-// vec4-aligned in memory and are read one f32 at a time.
+// vec4-aligned in memory and are read one f32 at a time. One function per binding: a WGSL
+// function cannot take a pointer to a storage buffer as a parameter.
 fn load_q4(at: u32, n: u32) -> vec4<f32> {
   var x = vec4<f32>(0.0);
   if (n > 0u) { x.x = q[at]; }

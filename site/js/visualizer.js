@@ -8,6 +8,7 @@
 // see py/nlpcore/web/viz.py (_group_steps).
 
 import { getRuntime } from "./runtime.js";
+import { gb, loadH200, modelBytes } from "./measured.js";
 
 const VECTOR_TENSORS = new Set(["l", "m", "lse", "D"]);
 const TENSOR_ORDER = ["Q", "K", "V", "O", "dO", "dQ", "dK", "dV", "l", "m", "lse", "D"];
@@ -611,7 +612,44 @@ async function runTrace(rt) {
   }
 }
 
+// ---- the closed form beside hardware counters --------------------------------------------
+
+async function showMeasured() {
+  const box = document.querySelector('[data-testid="viz-measured"]');
+  const body = $("viz-measured-body");
+  const note = $("viz-measured-note");
+  const got = await loadH200();
+  if (!got.figure2) {
+    box.dataset.status = got.missing ? "not-recorded" : "error";
+    note.textContent = got.missing ? "Not recorded in this build (bench/io_h200.py on a GPU writes it)." : got.error;
+    return;
+  }
+  const labels = {baseline: "standard, PyTorch ops", triton: "tiled, fused (Triton)"};
+  for (const [impl, label] of Object.entries(labels)) {
+    const r = got.figure2[impl];
+    const tr = document.createElement("tr");
+    for (const text of [label, gb(r.hbm_bytes), gb(modelBytes(r))]) {
+      const cell = document.createElement(tr.children.length ? "td" : "th");
+      if (!tr.children.length) cell.scope = "row";
+      cell.textContent = text;
+      tr.appendChild(cell);
+    }
+    body.appendChild(tr);
+  }
+  const t = got.figure2.triton;
+  note.textContent = `With M = the ${Math.round((got.record.environment.l2_bytes || 0) / 2 ** 20)} MiB L2 cache in ` +
+    `place of the SRAM, the model gives ${gb(t.model_bytes.flash_l2)} GB for the fused kernel: a head's K and V stay ` +
+    `in the L2 while its query blocks run, so most re-reads the SRAM's tiles would cost never reach HBM. ` +
+    `Details: the performance page, section 6.`;
+  box.dataset.status = "recorded";
+}
+
 async function main() {
+  showMeasured().catch((err) => {
+    const box = document.querySelector('[data-testid="viz-measured"]');
+    box.dataset.status = "error";
+    $("viz-measured-note").textContent = `The H200 record could not be shown: ${err.message}`;
+  });
   wireControls();
   const rt = getRuntime();
   rt.onProgress((ev) => {

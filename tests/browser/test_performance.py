@@ -17,7 +17,8 @@ SECTIONS = {"numpy": ["chart-numpy-time", "chart-numpy-memory"],
             "webgpu-h200": ["chart-h200-tflops", "chart-h200-speedup"],
             "io": ["chart-io-n", "chart-io-m"],
             "readiness": ["chart-readiness"],
-            "triton": ["chart-triton-fwd", "chart-triton-bwd"]}
+            "triton": ["chart-triton-fwd", "chart-triton-bwd"],
+            "iohw": ["chart-iohw-64", "chart-iohw-128"]}
 
 
 def run_bench(script: str, *args: str, tmp_path) -> dict:
@@ -43,7 +44,8 @@ def test_performance_page_plots_what_was_recorded(page, site_url, lab_dist):
         files = {p.name for p in recorded}
         expected = {"numpy": "numpy_attention.json", "webgpu": "webgpu_attention.json", "io": "io_claim.json",
                     "webgpu-h200": "webgpu_h200.json",
-                    "readiness": "page_readiness.json", "triton": "triton_h200.json"}[name]
+                    "readiness": "page_readiness.json", "triton": "triton_h200.json",
+                    "iohw": "io_h200.json"}[name]
         if expected not in files:
             assert status == "not-recorded", name
             assert "Not yet recorded" in page.inner_text("#" + name)
@@ -54,6 +56,11 @@ def test_performance_page_plots_what_was_recorded(page, site_url, lab_dist):
                 "(id) => { const c = window.Chart.getChart(document.getElementById(id)); "
                 "return c ? c.data.datasets.filter((d) => d.data.some((v) => v !== null)).length : 0; }", canvas)
             assert series >= 1, "{} has no plotted series".format(canvas)
+    if (lab_dist / "bench" / "results" / "io_h200.json").exists():  # Figure 2 measured, beside the model
+        impls = page.eval_on_selector_all('[data-testid="iohw-figure2"] tbody tr', "rs => rs.map(r => r.dataset.impl)")
+        assert {"baseline", "triton", "sdpa_flash", "sdpa_cudnn"} <= set(impls)
+        assert "less HBM traffic" in page.inner_text('[data-testid="iohw-summary"]')
+        assert page.locator('[data-testid="iohw-kernels"] tbody tr').count() >= 10
     rows = page.locator('[data-testid="perf-targets"] tbody tr')
     assert rows.count() >= 1
     statuses = [rows.nth(i).get_attribute("data-status") for i in range(rows.count())]

@@ -160,3 +160,20 @@ def test_states_a_reason_when_python_cannot_start(page, site_url, browser_helper
     assert status.get_attribute("data-status") == "error"
     assert "Python (Pyodide) is unavailable" in status.inner_text(), status.inner_text()
     assert page.inner_text("[data-testid=viz-total-steps]") == "0"
+
+
+def test_closed_form_panel_shows_the_h200_measurement_beside_the_model(page, site_url, lab_dist):
+    from nlpcore import measured
+
+    page.goto(site_url + "visualizer.html")
+    page.wait_for_function("document.querySelector('[data-testid=viz-measured]').dataset.status !== 'loading'",
+                           timeout=30_000)
+    status = page.get_attribute("[data-testid=viz-measured]", "data-status")
+    if not (lab_dist / "bench" / "results" / "io_h200.json").exists():
+        assert status == "not-recorded"
+        return
+    assert status == "recorded"
+    fig = measured.figure2_h200()
+    cells = page.eval_on_selector_all("#viz-measured-body tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert cells[0][1:] == ["%.1f" % fig["baseline"]["hbm_gb"], "%.1f" % fig["baseline"]["model_gb"]]
+    assert cells[1][1:] == ["%.2f" % fig["triton"]["hbm_gb"], "%.2f" % fig["triton"]["model_gb"]]

@@ -69,9 +69,10 @@ def reference(q, k, v, do=None, causal=False, scale=None):
     return o.detach(), lse.detach(), (q.grad, k.grad, v.grad)
 
 
-def plain(q, k, v, do=None, causal=False, scale=None):
+def plain(q, k, v, do=None, causal=False, scale=None, keep=None, dropout_p=0.0):
     """Ordinary PyTorch attention in the inputs' own precision (the low-precision yardstick):
-    scores and products in q's dtype, softmax in float32 then rounded, as most code does it."""
+    scores and products in q's dtype, softmax in float32 then rounded, as most code does it.
+    With ``keep`` (bool, broadcastable to (..., Nq, Nk)), P is replaced by P ∘ keep / (1 − p)."""
     q, k, v = (t.detach().clone().requires_grad_(do is not None) for t in (q, k, v))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = (q @ k.transpose(-1, -2)) * scale
@@ -79,7 +80,10 @@ def plain(q, k, v, do=None, causal=False, scale=None):
         n_q, n_k = s.shape[-2:]
         allowed = torch.arange(n_k, device=s.device)[None, :] <= torch.arange(n_q, device=s.device)[:, None]
         s = s.masked_fill(~allowed, float("-inf"))
-    o = torch.softmax(s.float(), dim=-1).to(q.dtype) @ v
+    p = torch.softmax(s.float(), dim=-1).to(q.dtype)
+    if keep is not None:
+        p = p * keep.to(p.device) / (1.0 - dropout_p)
+    o = p @ v
     if do is None:
         return o.detach(), None
     o.backward(do)

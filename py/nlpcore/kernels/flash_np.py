@@ -25,6 +25,13 @@ Backward (the paper's Algorithm 4, with FlashAttention-2's precomputed D): P is 
 per tile from the saved lse, P_ij = exp(S_ij − lse_i), and the softmax Jacobian uses
 D = rowsum(dO ∘ O), which equals rowsum(dP ∘ P) because dPᵢ·Pᵢ = dOᵢ·(Pᵢ V) = dOᵢ·Oᵢ.
 
+Dropout (the paper's Algorithms 2 and 4, ``dropout_p > 0``): P̃_ij = P_ij ∘ keep_ij / (1 − p) feeds
+O = P̃ V, while the softmax statistics (m, l, lse) stay those of the undropped P. The keep-mask is
+drawn tile by tile from (seed, head, row, column) by ``nlpcore.kernels.dropout`` — the backward
+pass redraws the same tiles instead of reading a stored mask, so dropout adds no HBM traffic,
+and ``keep_mask(seed, shape, p)`` returns exactly the mask applied. In the backward,
+dV = P̃ᵀ dO, dP = (dO Vᵀ) ∘ keep / (1 − p), and D = rowsum(dO ∘ O) still equals rowsum(P ∘ dP).
+
 Conventions shared with ``reference``: query i may attend key j iff j <= i under ``causal``
 (top-left aligned); ``mask`` is True where attending is allowed; a row with no allowed key
 returns o = 0, lse = -inf and zero gradients, without NaN or warnings; 16-bit inputs accumulate
@@ -38,9 +45,12 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ._checks import allowed_tile, attention_inputs, check_backward_inputs, positive_int, unbroadcast
+from .dropout import check_dropout, head_keys, keep_mask, keep_tile
 from .io_model import LOOP_ORDERS, IOCounter, block_sizes
 from .online_softmax import State, combine, identity, safe_shift
 from .trace import Mover
+
+__all__ = ["forward", "backward", "keep_mask"]
 
 # Tile sizes used when neither block sizes nor an SRAM size are given. NumPy pays a fixed cost
 # per call, so big tiles are fast; a 256×512 float32 score tile is 512 KiB, which still sits in
@@ -88,11 +98,33 @@ def _scores(x, q_i, k_j, rows, cols) -> np.ndarray:
     return s
 
 
-def _absorb(state: State, acc_o: np.ndarray, s: np.ndarray, v_j: np.ndarray):
+class _Dropout:
+    """The keep-mask of one kernel call, drawn tile by tile (never whole): ``tile(rows, cols)``
+    gives keep / (1 − p) for that tile (..., Br, Bc) in the accumulation dtype."""
+
+    def __init__(self, x, dropout_p: float, seed: int) -> None:
+        self.p = dropout_p
+        self.keys = head_keys(seed, x.batch)  # (..., 1) uint32, one key per head
+        self.acc = x.acc
+
+    def tile(self, rows, cols) -> np.ndarray:
+        keep = keep_tile(self.keys, rows, cols, self.p)  # (..., Br, Bc) bool
+        return keep.astype(self.acc) / self.acc.type(1.0 - self.p)
+
+
+def _dropout(x, dropout_p, seed) -> Optional[_Dropout]:
+    """A _Dropout for dropout_p > 0, else None (so p = 0 runs exactly the undropped code)."""
+    p, seed = check_dropout(dropout_p, seed)
+    return _Dropout(x, p, seed) if p > 0 else None
+
+
+def _absorb(state: State, acc_o: np.ndarray, s: np.ndarray, v_j: np.ndarray, drop=None):
     """Fold one score tile into a row block's running state and unnormalised output.
 
-    state (m, l) (..., Br); acc_o = l·O (..., Br, dv); s (..., Br, Bc); v_j (..., Bc, dv).
-    Returns the new state and the new unnormalised output, both rescaled to the new max.
+    state (m, l) (..., Br); acc_o = l·O (..., Br, dv); s (..., Br, Bc); v_j (..., Bc, dv);
+    drop: keep / (1 − p) for the tile (..., Br, Bc), or None without dropout.
+    Returns the new state and the new unnormalised output, both rescaled to the new max. The
+    state sums the undropped tile; only the product with V sees the dropped one.
     """
     m_tile = s.max(axis=-1)  # (..., Br)
     p_tile = np.exp(s - safe_shift(m_tile)[..., None])  # (..., Br, Bc), 0 where masked
@@ -100,6 +132,8 @@ def _absorb(state: State, acc_o: np.ndarray, s: np.ndarray, v_j: np.ndarray):
     shift = safe_shift(new.m)
     alpha = np.exp(state.m - shift)[..., None]  # rescales what we had
     beta = np.exp(m_tile - shift)[..., None]  # rescales the new tile
+    if drop is not None:
+        p_tile = p_tile * drop  # P̃ = P ∘ keep / (1 − p)
     return new, alpha * acc_o + beta * np.matmul(p_tile, v_j)
 
 
@@ -151,6 +185,8 @@ def forward(
     io: Optional[IOCounter] = None,
     trace: Optional[list] = None,
     loop_order: str = "kv_outer",
+    dropout_p: float = 0.0,
+    seed: int = 0,
 ) -> Tuple[np.ndarray, np.ndarray]:
     """Exact attention O = softmax(scale · Q Kᵀ + mask) V, tile by tile.
 
@@ -167,14 +203,20 @@ def forward(
         io: an ``IOCounter`` that counts every tile load and store.
         trace: a list that receives the events described in ``nlpcore.kernels.trace``.
         loop_order: "kv_outer" (Algorithm 1, default) or "q_outer" (FlashAttention-2).
+        dropout_p: probability of dropping an entry of P, in [0, 1); 0 (default) is no dropout.
+        seed: int in [0, 2³²) that, with the head, row and column, decides each keep bit
+            (``keep_mask(seed, (..., Nq, Nk), dropout_p)`` is the mask applied).
 
     Returns:
-        o: (..., Nq, dv), q's dtype; 0 for rows with no allowed key.
+        o: (..., Nq, dv), q's dtype; 0 for rows with no allowed key. With dropout,
+            o = (P ∘ keep / (1 − p)) V.
         lse: (..., Nq), accumulation dtype (float32 for 16-bit inputs); -inf for such rows.
+            Always the undropped softmax's.
     """
     if loop_order not in LOOP_ORDERS:
         raise ValueError("loop_order must be one of {}, got {!r}".format(LOOP_ORDERS, loop_order))
     x = attention_inputs(q, k, v, causal=causal, mask=mask, scale=scale)
+    drop = _dropout(x, dropout_p, seed)
     n_q, n_k, d, dv, br, bc, t_r, t_c, mover = _plan(x, block_q, block_k, sram_bytes, io, trace, "forward", loop_order)
     acc = x.acc
     # HBM-resident output and statistics. O is kept in the accumulation dtype so that the
@@ -198,7 +240,7 @@ def forward(
                 v_j = mover.load("V", x.v, cols, j, acc)  # (..., Bc, dv)
                 s = _scores(x, q_i, k_j, rows, cols)
                 mover.tile(i, j, rows, cols, s)
-                state, acc_o = _absorb(state, acc_o, s, v_j)
+                state, acc_o = _absorb(state, acc_o, s, v_j, drop and drop.tile(rows, cols))
                 mover.state(i, j, rows, state.m, state.l)
             mover.store("O", o, rows, _normalise(acc_o, state.l), i)
             mover.store("lse", lse, rows, _lse(state), i)
@@ -223,7 +265,7 @@ def forward(
                 state = State(mover.load("m", m, rows, i), mover.load("l", l, rows, i))
                 s = _scores(x, q_i, k_j, rows, cols)
                 mover.tile(i, j, rows, cols, s)
-                state, acc_o = _absorb(state, state.l[..., None] * o_i, s, v_j)
+                state, acc_o = _absorb(state, state.l[..., None] * o_i, s, v_j, drop and drop.tile(rows, cols))
                 mover.state(i, j, rows, state.m, state.l)
                 mover.store("O", o, rows, _normalise(acc_o, state.l), i)
                 mover.store("l", l, rows, state.l, i)
@@ -250,6 +292,8 @@ def backward(
     sram_bytes: Optional[int] = None,
     io: Optional[IOCounter] = None,
     trace: Optional[list] = None,
+    dropout_p: float = 0.0,
+    seed: int = 0,
 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradients of tiled attention by recomputation, K/V tiles outer.
 
@@ -259,12 +303,15 @@ def backward(
         dV_j += P_ijᵀ dO_i
         dP_ij = dO_i V_jᵀ
         dS_ij = P_ij ∘ (dP_ij − D_i)             D = rowsum(dO ∘ O), computed once
+
+    With dropout, the tile's keep-mask Z = keep / (1 − p) is redrawn and dV_j += (P_ij ∘ Z)ᵀ dO_i,
+    dP_ij = (dO_i V_jᵀ) ∘ Z.
         dQ_i += scale · dS_ij K_j                read-modify-write in HBM
         dK_j += scale · dS_ijᵀ Q_i
 
     Args:
-        q, k, v, causal, mask, scale, block_q, block_k, sram_bytes, io, trace: as in
-            :func:`forward` (use the same masks and scale as the forward call).
+        q, k, v, causal, mask, scale, block_q, block_k, sram_bytes, io, trace, dropout_p, seed:
+            as in :func:`forward` (use the same masks, scale, dropout_p and seed as the forward).
         o: (..., Nq, dv) and lse: (..., Nq), from :func:`forward`.
         do: (..., Nq, dv), gradient of the loss with respect to o.
 
@@ -274,6 +321,7 @@ def backward(
     """
     x = attention_inputs(q, k, v, causal=causal, mask=mask, scale=scale)
     o, lse, do = check_backward_inputs(x, o, lse, do)
+    drop = _dropout(x, dropout_p, seed)
     n_q, n_k, d, dv, br, bc, t_r, t_c, mover = _plan(x, block_q, block_k, sram_bytes, io, trace, "backward", "kv_outer")
     acc = x.acc
     lse = lse.astype(acc)
@@ -306,8 +354,13 @@ def backward(
             s = _scores(x, q_i, k_j, rows, cols)
             mover.tile(i, j, rows, cols, s)
             p = np.exp(s - safe_shift(lse_i)[..., None])  # (..., Br, Bc); 0 where masked
-            dv_j += np.matmul(np.swapaxes(p, -1, -2), do_i)
             dp = np.matmul(do_i, np.swapaxes(v_j, -1, -2))  # (..., Br, Bc)
+            if drop is None:
+                dv_j += np.matmul(np.swapaxes(p, -1, -2), do_i)
+            else:
+                z = drop.tile(rows, cols)  # (..., Br, Bc) keep / (1 − p), redrawn
+                dv_j += np.matmul(np.swapaxes(p * z, -1, -2), do_i)
+                dp = dp * z
             ds = p * (dp - d_i[..., None])  # (..., Br, Bc)
             dq_i = dq_i + scale_acc * np.matmul(ds, k_j)
             mover.store("dQ", dq, rows, dq_i, i)

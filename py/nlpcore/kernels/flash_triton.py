@@ -37,6 +37,12 @@ Implementation choices, each named where it appears:
   with one bulk reduction (FlashAttention-2's 5 products per tile pair, not 7; the order of
   the additions varies, so dq is not bitwise deterministic); elsewhere, and under the
   interpreter, a second kernel recomputes S and dP per query block (deterministic).
+- dropout (``dropout_p > 0``, the paper's Algorithms 2 and 4): each tile's keep-mask is drawn
+  in registers from (seed, b·H + h, row, column) by the same uint32 hash as
+  ``nlpcore.kernels.dropout`` — so the mask equals NumPy's ``flash_np.keep_mask`` bit for bit —
+  and redrawn in the backward, never stored; P̃ = P ∘ keep feeds the P V product, the factor
+  1 / (1 − p) is applied once to O (and to dV), and the statistics stay the undropped ones.
+  ``dropout_p = 0`` compiles the kernels without any of it.
 - Nq may differ from Nk. No row is ever fully masked here (there is no padding mask, and with
   top-left causal alignment key 0 is visible to every query), so no row can produce NaN.
 
@@ -67,11 +73,18 @@ except ImportError as exc:  # pragma: no cover - exercised only where torch/trit
         "On a machine without an NVIDIA GPU, also set TRITON_INTERPRET=1 before importing."
     ) from exc
 
-__all__ = ["forward", "backward", "attention"]
+from . import dropout as _dropout
+
+__all__ = ["forward", "backward", "attention", "keep_mask"]
 
 # Globals read inside @triton.jit code must be constexpr; the host reads .value.
 LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(x) = exp2(x · LOG2E)
 LN2 = tl.constexpr(0.6931471805599453)  # ln(2): converts a base-2 logsumexp back to natural log
+
+# lowbias32's multipliers (nlpcore.kernels.dropout), as the int32 values with the same bits:
+# the kernels bitcast them to uint32, so no literal above 2³¹ meets Triton's integer promotion.
+MIX_M1 = tl.constexpr(0x7FEB352D)
+MIX_M2 = tl.constexpr(0x846CA68B - 2 ** 32)
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 HEAD_DIMS = (16, 32, 64, 128)
@@ -178,7 +191,57 @@ def _fits(config, head_dim):
 FWD_CONFIGS, FWD_PRUNE = _space(FWD_SPACE, FP32_FWD, INTERPRET_FWD)
 BWD_CONFIGS, BWD_PRUNE = _space(BWD_SPACE, FP32_BWD, INTERPRET_BWD)
 DQ_CONFIGS, DQ_PRUNE = _space(DQ_SPACE, FP32_DQ, INTERPRET_DQ)
-_TUNE_KEY = ["HEAD_DIM", "CAUSAL", "PRECISION"]
+_TUNE_KEY = ["HEAD_DIM", "CAUSAL", "PRECISION", "DROPOUT"]
+_DROP_ARGS = ["seed_key", "thresh"]  # runtime ints: never specialised (a value of 1 would be)
+
+
+# --- dropout: the keep-mask, drawn in registers ---------------------------------------------
+@triton.jit
+def _mix(x):
+    """lowbias32 on uint32 (``nlpcore.kernels.dropout.mix``): every output bit depends on every
+    input bit; multiplications wrap modulo 2³²."""
+    x = x ^ (x >> 16)
+    x = x * tl.full([], MIX_M1, tl.int32).to(tl.uint32, bitcast=True)
+    x = x ^ (x >> 15)
+    x = x * tl.full([], MIX_M2, tl.int32).to(tl.uint32, bitcast=True)
+    return x ^ (x >> 16)
+
+
+@triton.jit
+def _row_keys(seed_key, pid_bh, rows):
+    """key(bh, row) = mix(mix(mix(seed) + bh) + row) for a block of rows (R,) uint32;
+    ``seed_key`` = mix(seed) comes from the host as the int32 with the same bits."""
+    head = _mix(seed_key.to(tl.uint32, bitcast=True) + pid_bh.to(tl.uint32))
+    return _mix(head + rows.to(tl.uint32))
+
+
+@triton.jit
+def _keep(row_keys, cols, thresh):
+    """Keep bits of a (R, C) tile: mix(key(bh, row) + col) >= threshold (uint32 compare)."""
+    bits = _mix(row_keys[:, None] + cols[None, :].to(tl.uint32))
+    return bits >= thresh.to(tl.uint32, bitcast=True)
+
+
+@triton.jit
+def _keep_t(row_keys, cols, thresh):
+    """The same bits as _keep, drawn directly in transposed (C, R) form (keys along rows), so
+    the backward needs no transpose of the mask."""
+    bits = _mix(row_keys[None, :] + cols[:, None].to(tl.uint32))
+    return bits >= thresh.to(tl.uint32, bitcast=True)
+
+
+@triton.jit(do_not_specialize=_DROP_ARGS)
+def _keep_mask_kernel(OUT, n_q, n_k, seed_key, thresh, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Writes the keep-mask (B·H, Nq, Nk) as int8, for tests and teaching (the attention
+    kernels never do)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_bh = tl.program_id(2)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    keep = _keep(_row_keys(seed_key, pid_bh, rows), cols, thresh)
+    ptrs = OUT + pid_bh.to(tl.int64) * n_q * n_k + rows[:, None] * n_k + cols[None, :]
+    tl.store(ptrs, keep.to(tl.int8), mask=(rows[:, None] < n_q) & (cols[None, :] < n_k))
 
 
 # --- forward --------------------------------------------------------------------------------
@@ -187,10 +250,13 @@ def _fwd_inner(
     acc, l_i, m_i, q,  # running state (Br, d), (Br,), (Br,) and the query tile (Br, d)
     K, V, stride_kn, stride_vn, pid_bh,  # this head's K, V (pointers), or descriptors over (B·H, Nk, d)
     offs_m, offs_n, offs_d, lo, hi, n_k, qk_scale,
+    row_keys, thresh,  # dropout: key(bh, row) of this block's rows (Br,) uint32 and the cut
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr,
+    DROPOUT: tl.constexpr,
 ):
-    """Fold key blocks [lo, hi) into the online-softmax state of one query block."""
+    """Fold key blocks [lo, hi) into the online-softmax state of one query block. With DROPOUT
+    the state sums the undropped p while only the kept entries reach P V."""
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPEC):
         cols = start_n + offs_n  # (Bc,) key indices of this block
         if USE_TMA:  # the copy engine fills rows past this head's end with zeros
@@ -218,13 +284,15 @@ def _fwd_inner(
         p = tl.exp2(qk * qk_scale - m_new[:, None])  # (Br, Bc)
         alpha = tl.exp2(m_i - m_new)  # (Br,) rescales what was summed against the old max
         l_i = l_i * alpha + tl.sum(p, 1)
+        if DROPOUT:  # P̃ = P ∘ keep; the 1 / (1 − p) is applied once to O at the end
+            p = tl.where(_keep(row_keys, cols, thresh), p, 0.0)
         acc = tl.dot(p.to(v.dtype), v, acc=acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
     return acc, l_i, m_i
 
 
 @triton.autotune(configs=FWD_CONFIGS, key=_TUNE_KEY + ["USE_TMA", "WARP_SPEC"], prune_configs_by=FWD_PRUNE)
-@triton.jit
+@triton.jit(do_not_specialize=_DROP_ARGS)
 def _fwd_kernel(
     # Q (B, H, Nq, d), K and V (B, H, Nk, d), O (B, H, Nq, d): pointers, or with USE_TMA tensor
     # descriptors over the contiguous (B·H, N, d) views; LSE (B, H, Nq) fp32 pointer
@@ -236,9 +304,11 @@ def _fwd_kernel(
     stride_ob, stride_oh, stride_on,
     # sizes and the scale
     n_heads, n_q, n_k, qk_scale,
+    # dropout: mix(seed) and the keep threshold (int32 with the uint32's bits), 1 / (1 − p)
+    seed_key, thresh, keep_scale,
     # meta-parameters
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr,
+    USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr, DROPOUT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
@@ -264,6 +334,7 @@ def _fwd_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    row_keys = _row_keys(seed_key, pid_bh, offs_m)  # dropout's per-row keys (unused without it)
 
     # Key blocks [0, full_end) need no mask; [full_end, end) straddle the diagonal or the end.
     if CAUSAL:
@@ -273,15 +344,18 @@ def _fwd_kernel(
         end = n_k
         full_end = n_k // BLOCK_N * BLOCK_N
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, pid_bh,
-                               offs_m, offs_n, offs_d, 0, full_end, n_k, qk_scale,
-                               False, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, WARP_SPEC)
+                               offs_m, offs_n, offs_d, 0, full_end, n_k, qk_scale, row_keys, thresh,
+                               False, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, WARP_SPEC, DROPOUT)
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, pid_bh,
-                               offs_m, offs_n, offs_d, full_end, end, n_k, qk_scale,
-                               True, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, False)
+                               offs_m, offs_n, offs_d, full_end, end, n_k, qk_scale, row_keys, thresh,
+                               True, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, False, DROPOUT)
 
     lse = (m_i + tl.log2(l_i)) * LN2  # (Br,) natural-log logsumexp of the scaled scores
     tl.store(LSE + pid_bh * n_q + offs_m, lse, mask=offs_m < n_q)
-    o = acc / l_i[:, None]
+    if DROPOUT:
+        o = acc * (keep_scale / l_i)[:, None]
+    else:
+        o = acc / l_i[:, None]
     if USE_TMA:  # rows past this head's end are not written
         O.store([pid_bh, m0, 0], o.to(O.dtype).reshape(1, BLOCK_M, HEAD_DIM))
     else:
@@ -308,8 +382,10 @@ def _bwd_dkdv_inner(
     dk, dv, k, v,  # accumulators (Bc, d) fp32 and this program's key/value tiles (Bc, d)
     Q, DO, DQ, LSE, DELTA, stride_n,  # per-(b, h) bases; Q, dO, dQ share strides (contiguous)
     pid_bh, offs_n, offs_m0, offs_d, lo, hi, n_q, n_k, sm_scale, qk_scale,
+    seed_key, thresh, keep_scale,  # dropout: as in _fwd_kernel
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr,
+    DROPOUT: tl.constexpr,
 ):
     """Accumulate dK, dV of one key block over query blocks [lo, hi), working in transposed
     form (keys along rows) so the products land directly in dK, dV's layout."""
@@ -338,8 +414,13 @@ def _bwd_dkdv_inner(
             if CAUSAL:
                 allowed = allowed & (offs_n[:, None] <= offs_m[None, :])
             p_t = tl.where(allowed, p_t, 0.0)
-        dv = tl.dot(p_t.to(do.dtype), do, acc=dv, input_precision=PRECISION)  # += Pᵀ dO
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (Bc, Br) = (dO Vᵀ)ᵀ
+        if DROPOUT:  # the forward's keep bits, redrawn in transposed form (keys along rows)
+            keep_t = _keep_t(_row_keys(seed_key, pid_bh, offs_m), offs_n, thresh)  # (Bc, Br)
+            dv = tl.dot(tl.where(keep_t, p_t, 0.0).to(do.dtype), do, acc=dv, input_precision=PRECISION)
+            dp_t = tl.where(keep_t, dp_t * keep_scale, 0.0)  # dP = dP̃ ∘ keep / (1 − p)
+        else:
+            dv = tl.dot(p_t.to(do.dtype), do, acc=dv, input_precision=PRECISION)  # += Pᵀ dO
         ds_t = p_t * (dp_t - delta[None, :])  # (Bc, Br) = dSᵀ (without the scale)
         dk = tl.dot(ds_t.to(q.dtype), q, acc=dk, input_precision=PRECISION)  # += dSᵀ Q
         if ATOMIC_DQ > 0:
@@ -352,7 +433,7 @@ def _bwd_dkdv_inner(
 
 
 @triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ", "USE_TMA"], prune_configs_by=BWD_PRUNE)
-@triton.jit
+@triton.jit(do_not_specialize=_DROP_ARGS)
 def _bwd_dkdv_kernel(
     # all contiguous: Q, dO (B, H, Nq, d); K, V, dK, dV (B, H, Nk, d): pointers, or with USE_TMA
     # tensor descriptors over the (B·H, N, d) views; LSE, DELTA (B, H, Nq) fp32 pointers;
@@ -360,8 +441,10 @@ def _bwd_dkdv_kernel(
     Q, K, V, DO, LSE, DELTA, DK, DV, DQ,
     # sizes and scales
     n_q, n_k, sm_scale, qk_scale,
+    # dropout: as in _fwd_kernel
+    seed_key, thresh, keep_scale,
     # meta-parameters
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
     ATOMIC_DQ: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     pid_n = tl.program_id(0)
@@ -405,14 +488,19 @@ def _bwd_dkdv_kernel(
     b_end = tl.maximum(a_end, n_q_full)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, lo, a_end, n_q, n_k, sm_scale, qk_scale,
-                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA)
+                             seed_key, thresh, keep_scale,
+                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, a_end, b_end, n_q, n_k, sm_scale, qk_scale,
-                             False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA)
+                             seed_key, thresh, keep_scale,
+                             False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, b_end, n_q, n_q, n_k, sm_scale, qk_scale,
-                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA)
+                             seed_key, thresh, keep_scale,
+                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
 
+    if DROPOUT:  # dV = (P ∘ keep)ᵀ dO / (1 − p)
+        dv = dv * keep_scale
     if USE_TMA:  # rows past this head's end are not written
         DK.store([pid_desc, n0, 0], (dk * sm_scale).to(DK.dtype).reshape(1, BLOCK_N, HEAD_DIM))
         DV.store([pid_desc, n0, 0], dv.to(DV.dtype).reshape(1, BLOCK_N, HEAD_DIM))
@@ -425,7 +513,9 @@ def _bwd_dkdv_kernel(
 def _bwd_dq_inner(
     dq, q, do, lse2, delta,  # accumulator (Br, d) fp32, this program's tiles and row stats
     K, V, stride_n, offs_m, offs_n0, offs_d, lo, hi, n_k, qk_scale,
+    row_keys, thresh, keep_scale,  # dropout: key(bh, row) of this block's rows, the cut, 1 / (1 − p)
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_N: tl.constexpr,
+    DROPOUT: tl.constexpr,
 ):
     """Accumulate dS K (without the scale) of one query block over key blocks [lo, hi)."""
     for start_n in range(lo, hi, BLOCK_N):
@@ -445,18 +535,21 @@ def _bwd_dq_inner(
                 allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
             p = tl.where(allowed, p, 0.0)
         dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)  # (Br, Bc)
+        if DROPOUT:  # dP = dP̃ ∘ keep / (1 − p), the forward's keep bits redrawn
+            dp = tl.where(_keep(row_keys, offs_n, thresh), dp * keep_scale, 0.0)
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, acc=dq, input_precision=PRECISION)  # += dS K
     return dq
 
 
 @triton.autotune(configs=DQ_CONFIGS, key=_TUNE_KEY, prune_configs_by=DQ_PRUNE)
-@triton.jit
+@triton.jit(do_not_specialize=_DROP_ARGS)
 def _bwd_dq_kernel(
     # pointers, all contiguous: Q, dO, dQ (B, H, Nq, d); K, V (B, H, Nk, d); LSE, DELTA (B, H, Nq)
     Q, K, V, DO, LSE, DELTA, DQ,
     n_q, n_k, sm_scale, qk_scale,
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    seed_key, thresh, keep_scale,  # dropout: as in _fwd_kernel
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
@@ -466,6 +559,7 @@ def _bwd_dq_kernel(
     Q += pid_bh * n_q * HEAD_DIM
     DO += pid_bh * n_q * HEAD_DIM
     DQ += pid_bh * n_q * HEAD_DIM
+    row_keys = _row_keys(seed_key, tl.program_id(1), pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
     K += pid_bh * n_k * HEAD_DIM
     V += pid_bh * n_k * HEAD_DIM
     LSE += pid_bh * n_q
@@ -490,9 +584,11 @@ def _bwd_dq_kernel(
         end = n_k
         full_end = n_k // BLOCK_N * BLOCK_N
     dq = _bwd_dq_inner(dq, q, do, lse2, delta, K, V, HEAD_DIM, offs_m, offs_n0, offs_d,
-                       0, full_end, n_k, qk_scale, False, CAUSAL, PRECISION, BLOCK_N)
+                       0, full_end, n_k, qk_scale, row_keys, thresh, keep_scale,
+                       False, CAUSAL, PRECISION, BLOCK_N, DROPOUT)
     dq = _bwd_dq_inner(dq, q, do, lse2, delta, K, V, HEAD_DIM, offs_m, offs_n0, offs_d,
-                       full_end, end, n_k, qk_scale, True, CAUSAL, PRECISION, BLOCK_N)
+                       full_end, end, n_k, qk_scale, row_keys, thresh, keep_scale,
+                       True, CAUSAL, PRECISION, BLOCK_N, DROPOUT)
     tl.store(DQ + ptrs, (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
 
 
@@ -547,11 +643,42 @@ def _check_qkv(q, k, v, scale):
     return float(scale)
 
 
+def _as_int32(u):
+    """The int32 with the bits of uint32 u (kernel arguments are signed; kernels bitcast back)."""
+    return u - 2 ** 32 if u >= 2 ** 31 else u
+
+
+def _drop_args(dropout_p, seed):
+    """(seed_key, thresh, keep_scale, DROPOUT) kernel arguments for dropout_p and seed."""
+    p, seed = _dropout.check_dropout(dropout_p, seed)
+    return (_as_int32(_dropout.seed_key(seed)), _as_int32(_dropout.threshold(p)), 1.0 / (1.0 - p), p > 0)
+
+
+def keep_mask(seed, shape, p, device=None):
+    """The keep-mask the kernels apply, bool tensor of ``shape`` (B, H, Nq, Nk) (or any
+    (..., Nq, Nk)), drawn by a Triton kernel with the kernels' own hash; equal to
+    ``flash_np.keep_mask(seed, shape, p)``. For tests and teaching: the attention kernels never
+    build it. ``device`` defaults to CUDA (the CPU under TRITON_INTERPRET=1)."""
+    seed_key, thresh, _, _ = _drop_args(p, seed)
+    shape = tuple(int(n) for n in shape)
+    if len(shape) < 2 or min(shape) < 1:
+        raise ValueError(f"shape must be (..., Nq, Nk) with sizes >= 1, got {shape}")
+    device = torch.device(device if device is not None else ("cpu" if INTERPRET else "cuda"))
+    _check_device(torch.empty(0, device=device))
+    n_q, n_k = shape[-2:]
+    heads = math.prod(shape[:-2])
+    out = torch.empty((heads, n_q, n_k), dtype=torch.int8, device=device)
+    block = 32
+    _keep_mask_kernel[(triton.cdiv(n_q, block), triton.cdiv(n_k, block), heads)](
+        out, n_q, n_k, seed_key, thresh, BLOCK_M=block, BLOCK_N=block)
+    return out.bool().reshape(shape)
+
+
 def _precision(dtype):
     return "ieee" if dtype == torch.float32 else "tf32"  # "tf32" is ignored for 16-bit inputs
 
 
-def forward(q, k, v, causal=False, scale=None):
+def forward(q, k, v, causal=False, scale=None, dropout_p=0.0, seed=0):
     """O = softmax(scale · Q Kᵀ) V, tiled, with the logsumexp saved for the backward pass.
 
     Args:
@@ -560,12 +687,17 @@ def forward(q, k, v, causal=False, scale=None):
         v: (B, H, Nk, d) values.
         causal: if True, query i attends key j only when j <= i (top-left aligned).
         scale: score scale, default 1/sqrt(d).
+        dropout_p: probability in [0, 1) of dropping an entry of P; 0 (default) is no dropout.
+        seed: int in [0, 2³²); with (b·H + h, row, column) it decides each keep bit
+            (:func:`keep_mask` returns the mask).
 
     Returns:
-        o: (B, H, Nq, d) in q's dtype.
-        lse: (B, H, Nq) float32, natural-log logsumexp of the scaled (and masked) scores.
+        o: (B, H, Nq, d) in q's dtype; with dropout, (P ∘ keep / (1 − p)) V.
+        lse: (B, H, Nq) float32, natural-log logsumexp of the scaled (and masked) scores,
+            undropped.
     """
     scale = _check_qkv(q, k, v, scale)
+    seed_key, thresh, keep_scale, drop = _drop_args(dropout_p, seed)
     causal = bool(causal)
     b, h, n_q, d = q.shape
     n_k = k.shape[2]
@@ -585,25 +717,28 @@ def forward(q, k, v, causal=False, scale=None):
     _fwd_kernel[grid](
         *tensors, lse, *strides,
         h, n_q, n_k, scale * LOG2E.value,
+        seed_key, thresh, keep_scale,
         HEAD_DIM=d, CAUSAL=causal, PRECISION=_precision(q.dtype),
-        USE_TMA=use_tma, WARP_SPEC=bool(WARP_SPEC) and not INTERPRET,
+        USE_TMA=use_tma, WARP_SPEC=bool(WARP_SPEC) and not INTERPRET, DROPOUT=drop,
     )
     return o, lse
 
 
-def backward(q, k, v, o, lse, do, causal=False, scale=None):
+def backward(q, k, v, o, lse, do, causal=False, scale=None, dropout_p=0.0, seed=0):
     """Gradients of O = attention(Q, K, V) given dO, recomputing P from the saved lse.
 
     Args:
         q, k, v: as for :func:`forward`.
         o: (B, H, Nq, d) the forward output; lse: (B, H, Nq) float32 from :func:`forward`.
         do: (B, H, Nq, d) gradient of the loss with respect to o.
-        causal, scale: as for :func:`forward` (must match the forward call).
+        causal, scale, dropout_p, seed: as for :func:`forward` (must match the forward call;
+            the keep-mask is redrawn from them, not read).
 
     Returns:
         dq (B, H, Nq, d), dk (B, H, Nk, d), dv (B, H, Nk, d), in q's dtype.
     """
     scale = _check_qkv(q, k, v, scale)
+    seed_key, thresh, keep_scale, drop = _drop_args(dropout_p, seed)
     causal = bool(causal)
     for name, t in (("o", o), ("do", do)):
         _check_tensor(name, t)
@@ -630,7 +765,9 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
         atomic = 0  # bulk reductions need the copy engine: Hopper or later, not the interpreter
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
-    dq_acc = torch.zeros(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
+    # the atomic dQ buffer is zeroed by _set_block_shapes right before each launch (autotuning
+    # launches several times), so it is allocated without a fill of its own
+    dq_acc = torch.empty(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
     precision = _precision(q.dtype)
 
     def grid_kv(meta):
@@ -645,7 +782,8 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
     _bwd_dkdv_kernel[grid_kv](
         *tensors, _descriptor(dq_acc) if atomic == 2 else dq_acc,
         n_q, n_k, scale, scale * LOG2E.value,
-        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, ATOMIC_DQ=atomic, USE_TMA=use_tma,
+        seed_key, thresh, keep_scale,
+        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, DROPOUT=drop, ATOMIC_DQ=atomic, USE_TMA=use_tma,
     )
     if atomic:
         return dq_acc.to(q.dtype), dk, dv
@@ -658,28 +796,32 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None):
     _bwd_dq_kernel[grid_q](
         q, k, v, do, lse, delta, dq,
         n_q, n_k, scale, scale * LOG2E.value,
-        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision,
+        seed_key, thresh, keep_scale,
+        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, DROPOUT=drop,
     )
     return dq, dk, dv
 
 
 class _FlashAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, causal, scale):
-        o, lse = forward(q, k, v, causal=causal, scale=scale)
-        ctx.save_for_backward(q, k, v, o, lse)
+    def forward(ctx, q, k, v, causal, scale, dropout_p, seed):
+        o, lse = forward(q, k, v, causal=causal, scale=scale, dropout_p=dropout_p, seed=seed)
+        ctx.save_for_backward(q, k, v, o, lse)  # the keep-mask is not saved: seed redraws it
         ctx.causal = causal
         ctx.scale = scale
+        ctx.dropout = (dropout_p, seed)
         return o
 
     @staticmethod
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = backward(q, k, v, o, lse, do, causal=ctx.causal, scale=ctx.scale)
-        return dq, dk, dv, None, None
+        p, seed = ctx.dropout
+        dq, dk, dv = backward(q, k, v, o, lse, do, causal=ctx.causal, scale=ctx.scale, dropout_p=p, seed=seed)
+        return dq, dk, dv, None, None, None, None
 
 
-def attention(q, k, v, causal=False, scale=None):
+def attention(q, k, v, causal=False, scale=None, dropout_p=0.0, seed=0):
     """Differentiable FlashAttention: ``attention(q, k, v).backward(do)`` fills q.grad, k.grad,
-    v.grad through :func:`backward`. Shapes and arguments as for :func:`forward`; returns o."""
-    return _FlashAttention.apply(q, k, v, causal, scale)
+    v.grad through :func:`backward`. Shapes and arguments as for :func:`forward`; returns o.
+    With dropout, pass a fresh seed per call (the same seed draws the same mask)."""
+    return _FlashAttention.apply(q, k, v, causal, scale, dropout_p, seed)

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .. import hardware
+from .. import hardware, measured
 from ..kernels import flash_np, io_model, online_softmax, reference
 
 __all__ = ["options", "plan", "trace", "run_episode_cell"]
@@ -354,6 +354,33 @@ def _gpu(params: dict) -> hardware.Gpu:
     return hardware.GPUS[name]
 
 
+def format_h200_figure2() -> List[str]:
+    """The Figure 2 setting measured on an H200 (bench/results/io_h200.json, shipped in the
+    wheel) beside the model's prediction, as text lines."""
+    h200 = measured.figure2_h200()
+    if not h200 or "baseline" not in h200:
+        return ["Measured on an H200: no record in this build (bench/io_h200.py writes it)."]
+    lines = ["Measured on an {} (Nsight Compute, dram__bytes_read + dram__bytes_write over every kernel "
+             "of one step;".format(h200["gpu"]),
+             "causal mask, dropout p = 0.1, fp16, forward + backward; model = io_model's count for the same step):",
+             "{:<22}{:>10}{:>12}{:>12}".format("", "time (ms)", "HBM (GB)", "model (GB)")]
+    names = (("baseline", "PyTorch baseline"), ("triton", "ours (Triton, fused)"),
+             ("sdpa_flash", "SDPA flash"), ("sdpa_cudnn", "SDPA cuDNN"))
+    for key, label in names:
+        row = h200.get(key)
+        if not row or row.get("runtime_ms") is None:
+            continue
+        hbm = "{:>12.2f}".format(row["hbm_gb"]) if row.get("hbm_gb") is not None else "{:>12}".format("-")
+        lines.append("{:<22}{:>10.2f}{}{:>12.2f}".format(label, row["runtime_ms"], hbm, row["model_gb"]))
+    base, ours = h200["baseline"], h200.get("triton", {})
+    if base.get("hbm_gb") and ours.get("hbm_gb"):
+        lines.append("measured: {:.1f}x less HBM traffic, {:.1f}x faster (the paper's A100: {:.1f}x, {:.1f}x)".format(
+            base["hbm_gb"] / ours["hbm_gb"], base["runtime_ms"] / ours["runtime_ms"],
+            io_model.PAPER_FIGURE2["standard_gb"] / io_model.PAPER_FIGURE2["flash_gb"],
+            io_model.PAPER_FIGURE2["standard_ms"] / io_model.PAPER_FIGURE2["flash_ms"]))
+    return lines
+
+
 def _cell_roofline(params: dict) -> dict:
     n, d, sram, br, bc = _sizes_for_cell("roofline", params)
     gpu = _gpu(params)
@@ -390,6 +417,8 @@ def _cell_roofline(params: dict) -> dict:
     lines.append("")
     lines.append("The paper's Figure 2 (forward + backward, its M = 192 KB of A100 L1 + shared memory):")
     lines.extend(io_model.format_figure2().splitlines())
+    lines.append("")
+    lines.extend(format_h200_figure2())
     return {"lines": lines, "ridge": ridge,
             "standard_intensity": rows[0][3], "flash_intensity": rows[1][3], "flash2_intensity": rows[2][3],
             "standard_accesses": rows[0][1], "flash_accesses": rows[1][1], "flash2_accesses": rows[2][1]}

@@ -7,9 +7,11 @@ Sources: Milakov & Gimelshein 2018 (arXiv:1805.02867) for the online normaliser;
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
-from nlpcore import hardware
+from nlpcore import hardware, measured
 from nlpcore.kernels import io_model, reference
 from nlpcore.kernels import online_softmax as lib
 from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
@@ -367,30 +369,48 @@ def _fit(xs, ys):
     return float(np.polyfit(np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float)), 1)[0])
 
 
-def expected_probe(model) -> dict:
-    """What a correct probe reports for ``model`` (the grader's own measurement)."""
+PROBE_KEYS = ("slope_n", "slope_m", "slope_d", "figure2_ratio", "baseline_ratio", "measured_ratio",
+              "measured_speedup")
+
+
+def h200_figure2() -> dict:
+    """The H200's Figure 2 measurement handed to ``probe`` (nlpcore.measured, shipped with the
+    site); a CheckFailed names what is missing when this build has no record."""
+    h200 = measured.figure2_h200()
+    if not h200 or not all((h200.get(k) or {}).get("hbm_gb") for k in ("baseline", "triton")):
+        raise CheckFailed("this build has no H200 measurement (bench/results/io_h200.json)",
+                          expected="the record bench/io_h200.py writes", got="none")
+    return h200
+
+
+def expected_probe(model, h200) -> dict:
+    """What a correct probe reports for ``model`` and the measurement ``h200`` (the grader's own)."""
     fig = model.figure2()
     return {
         "slope_n": _fit(PROBE_NS, [model.flash_accesses(n, n, 64, A100_M) for n in PROBE_NS]),
         "slope_m": _fit(PROBE_MS, [model.flash_accesses(4096, 4096, 64, m) for m in PROBE_MS]),
         "slope_d": _fit(PROBE_DS, [model.flash_accesses(4096, 4096, d, A100_M) for d in PROBE_DS]),
         "figure2_ratio": fig["standard_gb"] / fig["flash_gb"],
+        "baseline_ratio": fig["baseline_standard_gb"] / fig["baseline_flash_gb"],
+        "measured_ratio": h200["baseline"]["hbm_gb"] / h200["triton"]["hbm_gb"],
+        "measured_speedup": h200["baseline"]["runtime_ms"] / h200["triton"]["runtime_ms"],
     }
 
 
-def _learner_probe(ns, model):
-    """Phase 1: the learner's probe(model) as a dict of plain numbers (or the failure)."""
-    out = call_learner(ns["probe"], model, context="probe(model)")
+def _learner_probe(ns, model, h200):
+    """Phase 1: the learner's probe(model, h200) as {key: float or the CheckFailed}; it gets a
+    copy of the measurement, so nothing it does to it reaches the judge."""
+    out = call_learner(ns["probe"], model, copy.deepcopy(h200), context="probe(model, h200)")
     if not isinstance(out, dict):
-        raise CheckFailed("probe must return a dict", expected="dict with slope_n, slope_m, "
-                          "slope_d, figure2_ratio", got=type(out).__name__)
-    missing = [k for k in ("slope_n", "slope_m", "slope_d", "figure2_ratio") if k not in out]
+        raise CheckFailed("probe must return a dict", expected="dict with " + ", ".join(PROBE_KEYS),
+                          got=type(out).__name__)
+    missing = [k for k in PROBE_KEYS if k not in out]
     if missing:
         raise CheckFailed("probe's dict lacks %s" % ", ".join(missing),
-                          expected="keys slope_n, slope_m, slope_d, figure2_ratio",
+                          expected="keys " + ", ".join(PROBE_KEYS),
                           got="keys %s" % sorted(map(str, out)))
     plain = {}
-    for key in ("slope_n", "slope_m", "slope_d", "figure2_ratio"):
+    for key in PROBE_KEYS:
         try:
             plain[key] = expect_number(key, out[key])
         except CheckFailed as fail:
@@ -399,7 +419,8 @@ def _learner_probe(ns, model):
 
 
 def _collect_probe(ns):
-    return {"io_model": _learner_probe(ns, io_model), "fake": _learner_probe(ns, _PowerLawModel())}
+    return {"io_model": _learner_probe(ns, io_model, h200_figure2()),
+            "fake": _learner_probe(ns, _PowerLawModel(), _FAKE_H200)}
 
 
 def _probed(got, key):
@@ -412,8 +433,9 @@ THEORY = {"slope_n": 2.0, "slope_m": -1.0, "slope_d": 2.0}
 
 
 def _check_slopes(collected):
+    h200 = h200_figure2()
     got = collected["io_model"]
-    want = expected_probe(io_model)
+    want = expected_probe(io_model, h200)
     lines = []
     for key in ("slope_n", "slope_m", "slope_d"):
         g = _probed(got, key)
@@ -427,13 +449,29 @@ def _check_slopes(collected):
 
 
 def _check_figure2(collected):
+    h200 = h200_figure2()
     got = collected["io_model"]
-    want = expected_probe(io_model)["figure2_ratio"]
-    text = relative_close("figure2_ratio", _probed(got, "figure2_ratio"), want, 0.01,
-                          what="io_model.figure2() gives")
+    want = expected_probe(io_model, h200)
+    texts = [relative_close(key, _probed(got, key), want[key], 0.01, what="io_model.figure2() gives")
+             for key in ("figure2_ratio", "baseline_ratio")]
     fig = io_model.figure2()
-    paper = fig.get("paper_ratio", 40.3 / 4.4)
-    return text + "; the paper measured %.1f×" % paper
+    return "; ".join(texts) + ("; the paper measured %.1f× on an A100 — attention alone misses the mask "
+                               "and dropout passes, the baseline's count has them" % fig["paper_ratio"])
+
+
+def _check_h200(collected):
+    h200 = h200_figure2()
+    got = collected["io_model"]
+    want = expected_probe(io_model, h200)
+    texts = [relative_close(key, _probed(got, key), want[key], 0.01, what="the H200 record gives")
+             for key in ("measured_ratio", "measured_speedup")]
+    fig = io_model.figure2()
+    return "; ".join(texts) + (
+        ". The model predicts %.1f× less traffic; the %s's counters saw %.1f× (PyTorch's softmax "
+        "backward adds a pass, and our kernel skips the tiles above the diagonal); the speed-up is "
+        "%.1f× against the paper's %.1f× on an A100" % (
+            fig["baseline_ratio"], h200["gpu"], want["measured_ratio"], want["measured_speedup"],
+            fig["paper"]["standard_ms"] / fig["paper"]["flash_ms"]))
 
 
 class _PowerLawModel:
@@ -449,23 +487,31 @@ class _PowerLawModel:
 
     @staticmethod
     def figure2():
-        return {"standard_gb": 30.0, "flash_gb": 5.0, "ratio": 6.0}
+        return {"standard_gb": 30.0, "flash_gb": 5.0, "ratio": 6.0, "baseline_standard_gb": 44.0,
+                "baseline_flash_gb": 4.0, "baseline_ratio": 11.0}
 
     block_sizes = staticmethod(io_model.block_sizes)
 
 
+# Made-up measurements: a probe that returns the real record's numbers fails on these.
+_FAKE_H200 = {"baseline": {"hbm_gb": 30.0, "runtime_ms": 12.0, "model_gb": 29.0},
+              "triton": {"hbm_gb": 2.5, "runtime_ms": 1.5, "model_gb": 2.0}, "gpu": "made-up GPU"}
+
+
 def _check_measures(collected):
     got = collected["fake"]
-    want = {"slope_n": 1.5, "slope_m": -0.5, "slope_d": 3.0, "figure2_ratio": 6.0}
+    want = {"slope_n": 1.5, "slope_m": -0.5, "slope_d": 3.0, "figure2_ratio": 6.0, "baseline_ratio": 11.0,
+            "measured_ratio": 12.0, "measured_speedup": 8.0}
     for key, w in want.items():
         g = _probed(got, key)
         if abs(g - w) > 1e-6 * max(1.0, abs(w)):
             raise CheckFailed("given a model whose accesses are N^1.5·d^3/M^0.5 and whose "
-                              "Figure 2 ratio is 6, probe reported %s = %.4g: it must compute "
-                              "from the model it is given, not return fixed numbers" % (key, g),
+                              "Figure 2 ratios are 6 and 11 (and made-up measurements of 12× and "
+                              "8×), probe reported %s = %.4g: it must compute from what it is "
+                              "given, not return fixed numbers" % (key, g),
                               expected="%s = %g" % (key, w), got="%.6g" % g,
                               tolerance="1e-6 relative")
-    return "given a made-up model it reports that model's exponents"
+    return "given a made-up model and made-up measurements it reports theirs"
 
 
 # ------------------------------------------------------------------------------------------
@@ -554,21 +600,24 @@ def build() -> Exercise:
                   collect=_collect_tiled, judge=_judge_tiled),
         ))
     probe = Step(
-        id="probe", kind="Probe a claim", title="Θ(N²d²/M) and the Figure 2 ratio", minutes=20,
+        id="probe", kind="Probe a claim", title="Θ(N²d²/M) and Figure 2, modelled and measured", minutes=25,
         statement=HERE.statement("probe"),
         starter=HERE.starter("probe"), solution=HERE.solution("probe"),
         hints=(
             "`io_model.flash_accesses(n, n, 64, %d)` is the forward count for one head." % A100_M,
             "`np.polyfit(np.log(xs), np.log(ys), 1)[0]` is the slope.",
             "`fig = io_model.figure2(); fig['standard_gb'] / fig['flash_gb']`.",
+            "`h200['baseline']['hbm_gb'] / h200['triton']['hbm_gb']` is the measured traffic ratio.",
         ),
         required=("probe",),
         checks=(
             Check("slopes", "exponents in N, M, d match the IO model",
                   collect=_collect_probe, judge=_check_slopes),
-            Check("figure2", "Figure 2 ratio from the IO model",
+            Check("figure2", "Figure 2 ratios from the IO model (attention alone, as the baseline)",
                   collect=_collect_probe, judge=_check_figure2),
-            Check("measures", "probe measures the model it is given",
+            Check("h200", "Figure 2 measured on an H200: traffic ratio and speed-up",
+                  collect=_collect_probe, judge=_check_h200),
+            Check("measures", "probe measures the model and measurements it is given",
                   collect=_collect_probe, judge=_check_measures),
         ))
     return Exercise(
