@@ -83,6 +83,7 @@ def main(argv=None) -> int:
                        [[s["exercise"], s["step"], s["grade_cpu_ms"]] for s in steps]))
     print("snapshot take %.1f ms, restore (nothing changed) %.1f ms; %d namespaces, %d functions"
           % (take_ms, restore_ms, len(snapshot.namespaces), len(snapshot.functions)))
+    print("targets:")
     common.print_targets(targets)
     common.write_result(args.out, record)
     print("wrote", args.out)
