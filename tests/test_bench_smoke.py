@@ -90,6 +90,53 @@ def test_webgpu_attention_smoke_wgpu(tmp_path):
     assert [s["n"] for s in engine["speedups"]] == [64, 100]
 
 
+def test_split_k_h200_dry_run(tmp_path):
+    """The H200 split-K script at tiny sizes on the CPU interpreter: every split count checked."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    proc = subprocess.run([sys.executable, str(BENCH / "split_k_h200.py"), "--dry-run", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT / "py")))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    record = json.loads((tmp_path / "split_k_h200.json").read_text())
+    assert record["all_split_checks_pass"] is True
+    for case in record["cases"]:
+        splits = {n: r for n, r in case["results"].items() if n.startswith("split_")}
+        assert len(splits) >= 2 and all(r["ok"] and r["lse_ok"] for r in splits.values())
+
+
+def test_ring_2gpu_logic_on_two_gloo_processes(tmp_path):
+    """The two-GPU ring script with --cpu: 2 processes over gloo, a torch kernel per step; the
+    gathered output of both rings (classic and chunked) must match the reference and the NumPy
+    ring simulator, causal and not."""
+    pytest.importorskip("torch")
+    proc = subprocess.run([sys.executable, str(BENCH / "ring_2gpu.py"), "--cpu", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT / "py")))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    record = json.loads((tmp_path / "ring_cpu_check.json").read_text())
+    assert record["all_checks_pass"] is True
+    assert {r["causal"] for r in record["check"]} == {False, True}
+    for row in record["check"]:
+        assert row["err_vs_numpy_ring"] < 1e-5 and row["chunked_err"] < 1e-5 and row["chunks"] > 1
+    for row in record["times"]:
+        assert row["ring_err_vs_sdpa"] < 1e-5
+        assert "ring_over_context_parallel" not in row or row["context_parallel_ok"]
+    assert record["env"]["no_multicast"] == {
+        "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def test_longest_sequence_search_finds_the_edge():
+    pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ring_2gpu", BENCH / "ring_2gpu.py")
+    ring_2gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ring_2gpu)
+    for edge in (0, 4096, 70000, 300000):
+        tried = []
+        found = ring_2gpu.search_longest(lambda n: tried.append(n) or n <= edge, 65536, 4096)
+        assert found <= edge < found + 4096 and found % 4096 == 0, (edge, found, tried)
+
+
 def test_io_h200_dry_run_runs_every_code_path_but_the_profiler(tmp_path):
     """bench/io_h200.py --dry-run: tiny sizes on Triton's CPU interpreter (SDPA's GPU backends
     record their refusal), the dropout checks pass, and the record carries the model's columns."""

@@ -18,7 +18,7 @@ from nlpcore.lab.exercises import discover
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ROOT / "py" / "nlpcore" / "lab" / "exercises"
-CONTRACT_IDS = ["online-softmax", "backward", "triton", "wgsl", "break-it"]  # the seed's order
+CONTRACT_IDS = ["online-softmax", "backward", "triton", "wgsl", "break-it", "ring"]  # the seed's order, then ring
 
 EXTRA = '''
 from nlpcore.lab.framework import Check, Exercise, Folder, Step

@@ -15,10 +15,10 @@ from nlpcore import lab
 from nlpcore.lab import framework as fw
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CONTRACT_IDS = {"online-softmax", "backward", "triton", "wgsl", "break-it"}
+CONTRACT_IDS = {"online-softmax", "backward", "triton", "wgsl", "break-it", "ring"}
 # The exercises whose checks all run in Python; `wgsl` (checks run on a GPU) has its own tests
 # (tests/test_ex_wgsl.py runs its GPU jobs through wgpu-py).
-PYTHON_GRADED = ("online-softmax", "backward", "break-it", "triton")
+PYTHON_GRADED = ("online-softmax", "backward", "break-it", "triton", "ring")
 STEPS = [(ex_id, s.id) for ex_id in PYTHON_GRADED for s in lab.exercise(ex_id).steps]
 
 
@@ -28,7 +28,7 @@ def graded(result):
 
 def test_exercise_ids_are_the_contract_ones():
     ids = [ex.id for ex in lab.exercises()]
-    assert {"online-softmax", "backward", "break-it", "triton"} <= set(ids)
+    assert {"online-softmax", "backward", "break-it", "triton", "ring"} <= set(ids)
     assert set(ids) <= CONTRACT_IDS
 
 
@@ -202,6 +202,18 @@ WRONG_ANSWERS = [
     ("triton", "compose", "t_unfused = max(work / peak_flops, unfused_bytes / hbm_bytes_per_s)",
      "t_unfused = unfused_bytes / hbm_bytes_per_s", {"speedup"}),
     ("triton", "compose", "    return best\n", "    return block_n // 2\n", {"block-n"}),
+    ("ring", "predict", "bytes_sent = (P - 1) * n", "bytes_sent = P * n", {"bytes"}),
+    ("ring", "predict", "2 * n + 2 * n * (d + d)", "2 * n + n * (d + d)", {"memory"}),
+    ("ring", "compose", "held = (r - step) % devices", "held = (r + step) % devices",
+     {"schedule", "ring", "causal"}),
+    ("ring", "compose", "shift = np.where(np.isfinite(m), m, 0.0)", "shift = m", {"identity", "causal"}),
+    ("ring", "compose", "lse = np.where(l > 0, shift + np.log(safe), -np.inf)",
+     "lse = np.where(l > 0, np.log(safe), -np.inf)", {"split", "ring", "causal"}),
+    ("ring", "compose", "o = (w_a[:, None] * o_a + w_b[:, None] * o_b) / safe[:, None]",
+     "o = (o_a + o_b) / 2", {"identity", "split", "ring", "causal"}),
+    ("ring", "balance", "chunks[2 * devices - 1 - r]", "chunks[devices + r]", {"shards", "work", "balance"}),
+    ("ring", "balance", "int((keys[None, :] <= rows[r][:, None]).sum())", "int(keys.size * rows[r].size)", {"work", "balance"}),
+    ("ring", "balance", "w).max(axis=0).sum()", "w).sum(axis=0).max()", {"makespan"}),
     # -- steps that teach a kernel refuse the library's kernels --------------------------------
     ("online-softmax", "compose", *before(ATTENTION_START, "    from nlpcore.kernels import reference\n"
                                           "    return reference.forward(q, k, v, causal=causal)\n"), ALL),
@@ -419,3 +431,57 @@ def test_graders_run_on_python38_numpy117():
                          cwd=str(ROOT), env={"PYTHONPATH": str(ROOT / "py")},
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
+
+
+RING_CHEATS = [
+    # merge through the library's split-K monoid instead of writing it
+    ("from nlpcore.kernels.split_k import merge as library_merge, Partial\n",
+     "def merge(a, b):", "def merge(a, b):\n    return tuple(library_merge(Partial(*a), Partial(*b)))\n\n\ndef _unused(a, b):"),
+    # the same through the module, called at grading time
+    ("import nlpcore.kernels.split_k as sk\n",
+     "def merge(a, b):", "def merge(a, b):\n    return tuple(sk.merge(sk.Partial(*a), sk.Partial(*b)))\n\n\ndef _unused(a, b):"),
+]
+
+
+@pytest.mark.parametrize("prefix,old,new", RING_CHEATS)
+def test_ring_compose_refuses_the_library_monoid_and_says_why(prefix, old, new):
+    solution = lab.exercise("ring").step("compose").solution
+    result = lab.grade("ring", "compose", prefix + mutate(solution, old, new))
+    assert not result["passed"]
+    status = {c["id"]: c for c in result["checks"]}
+    assert status["own"]["status"] == "fail" or status["split"]["status"] == "fail"
+    failed = [c for c in result["checks"] if c["status"] == "fail"]
+    assert any("would compute the answer for you" in c["message"] for c in failed), failed
+    from nlpcore.kernels import split_k  # the library is whole again after grading
+    assert split_k.merge.__module__ == "nlpcore.kernels.split_k"
+
+
+def test_ring_attend_refuses_requests_off_the_ring():
+    solution = lab.exercise("ring").step("compose").solution
+    greedy = mutate(solution, "part = attend(r, shards[r], shards[held])",
+                    "part = attend(r, shards[r], np.arange(n))")
+    result = lab.grade("ring", "compose", greedy)
+    schedule = next(c for c in result["checks"] if c["id"] == "schedule")
+    assert schedule["status"] == "fail" and "the ring has brought it" in schedule["message"]
+
+
+def test_ring_graders_survive_learner_code_raising_anything():
+    for step in lab.exercise("ring").steps:
+        for code in ("raise SystemError('boom')\n", "merge = 3\nring_forward = None\nshards = work = makespan = 1\n"
+                     "bytes_sent = 'x'\npeak_elements = float('nan')\n"):
+            result = lab.grade("ring", step.id, code)
+            assert not result["passed"]
+            assert all(c["status"] in ("fail", "error", "pass") for c in result["checks"])
+
+
+def test_ring_predict_code_states_the_graders_setting():
+    """The statement is stamped from the grader's constants; the code cells type them once more."""
+    from nlpcore.lab.exercises import module
+
+    grader = module("ring", "exercise")
+    want = (grader.PREDICT_N, grader.PREDICT_D, grader.PREDICT_P, grader.PREDICT_BYTES)
+    step = lab.exercise("ring").step("predict")
+    for code in (step.solution, step.starter):
+        ns = {}
+        exec(compile(code, "predict", "exec"), ns)
+        assert (ns["N"], ns["d"], ns["P"], ns["BYTES"]) == want

@@ -28,7 +28,7 @@ SMOKE = r"""
 import warnings, numpy as np
 warnings.simplefilter("error")
 assert np.__version__.startswith("1.17"), np.__version__
-from nlpcore.kernels import reference, flash_np, online_softmax, io_model
+from nlpcore.kernels import reference, flash_np, online_softmax, io_model, ring, split_k
 rng = np.random.RandomState(0)
 q, k, v = rng.randn(2, 13, 5), rng.randn(2, 11, 5), rng.randn(2, 11, 3)
 mask = rng.rand(2, 1, 11) > 0.3
@@ -53,6 +53,14 @@ od, lsed = flash_np.forward(q, k, v, causal=True, block_q=4, block_k=3, dropout_
 od2, _ = reference.forward(q, k, v, causal=True, keep=flash_np.keep_mask(9, (2, 13, 11), 0.3), dropout_p=0.3)
 assert np.allclose(od, od2, atol=1e-12)
 print(online_softmax.online_softmax(np.array([[1.0, 2.0, -np.inf]]), 2))
+o3, _ = split_k.forward(q, k, v, splits=3, causal=True, mask=mask, order=[2, 0, 1])
+assert np.allclose(o3, o2, atol=1e-12)
+for layout in ring.LAYOUTS:
+    o4, lse4 = ring.forward(q, k, v, devices=3, causal=True, mask=mask, layout=layout)
+    assert np.allclose(o4, o2, atol=1e-12), layout
+    g4 = ring.backward(q, k, v, o4, lse4, o4, devices=3, causal=True, mask=mask, layout=layout)
+    assert all(np.allclose(a, b, atol=1e-12) for a, b in zip(g4, g2)), layout
+assert ring.idle(ring.work(16, 4, True, "zigzag")).sum() == 0
 print("ok")
 """
 

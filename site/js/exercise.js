@@ -296,7 +296,7 @@ function renderResults(out, roundTripMs) {
   const report = $("report");
   report.replaceChildren();
   if (out.report && out.report.table) {
-    report.append(renderTable(out.report.table, "Your suite's kill matrix, computed live in this page"));
+    report.append(renderTable(out.report.table, out.report.title || "Your suite's kill matrix, computed live in this page"));
   }
 }
 

@@ -18,6 +18,8 @@ const FALLBACK_EXERCISES = [
     ladder: ["Scratch", "Harden"], minutes: 120 },
   { id: "break-it", title: "Break it: where exactness ends", tier: "browser",
     ladder: ["Predict", "Break it"], minutes: 50 },
+  { id: "ring", title: "The monoid across devices: split-K decoding and ring attention", tier: "browser",
+    ladder: ["Predict", "Compose", "Balance"], minutes: 70 },
 ];
 
 // Accepts the shapes data/exercises.json may reasonably take: a list, or {exercises: [...]},
@@ -69,6 +71,41 @@ function renderBenchLinks(files) {
     if (k) box.append(", ");
     box.append(el("a", { href: f, text: f.slice("bench/results/".length) }));
   });
+}
+
+// The split-K sentence of "Beyond one kernel": read from the recorded H200 run
+// (bench/results/split_k_h200.json), never typed into the page.
+async function renderSplitK(files) {
+  const box = document.getElementById("splitk-result");
+  const path = "bench/results/split_k_h200.json";
+  if (!box) return;
+  if (!files[path]) {
+    box.textContent = "(No split-K record is in this build.)";
+    return;
+  }
+  try {
+    const resp = await fetch(path, { cache: "no-cache" });
+    const rec = await resp.json();
+    const pick = (nq) => rec.cases.filter((c) => c.batch === 1 && c.n_q === nq).sort((a, b) => b.n_k - a.n_k)[0];
+    const one = pick(1);
+    const four = pick(4);
+    const ms = (c, name) => c.results[name].ms;
+    const splits = (c) => c.results[c.best_split].splits;
+    const BACKEND = { sdpa: "its default dispatch", sdpa_flash: "FLASH_ATTENTION", sdpa_cudnn: "cuDNN", sdpa_efficient: "EFFICIENT_ATTENTION" };
+    const backend = (c) => BACKEND[c.fastest_sdpa_backend] || c.fastest_sdpa_backend;
+    box.replaceChildren(
+      `Measured on an ${rec.env.gpu} (`, el("a", { href: path, text: "record" }),
+      `, bf16, B = ${one.batch}, H = ${one.heads}, d = ${one.d}, a cache of ${one.n_k.toLocaleString("en-US")} tokens): ` +
+      `with one query the unsplit kernel takes ${ms(one, "split_1").toFixed(3)} ms and ${splits(one)} splits ` +
+      `${ms(one, one.best_split).toFixed(3)} ms (${one.best_split_vs_unsplit.toFixed(1)}× faster; PyTorch SDPA at its fastest, ` +
+      `${backend(one)}, ${ms(one, one.fastest_sdpa_backend).toFixed(3)} ms); with four queries ` +
+      `${splits(four)} splits take ${ms(four, four.best_split).toFixed(3)} ms against ${ms(four, four.fastest_sdpa_backend).toFixed(3)} ms ` +
+      `for SDPA at its fastest (${backend(four)}). Every split count was checked against an fp64 reference first.`);
+    box.dataset.state = "ready";
+  } catch (err) {
+    box.textContent = `(The split-K record could not be read: ${err.message}.)`;
+    box.dataset.state = "error";
+  }
 }
 
 async function loadExercises(files) {
@@ -247,6 +284,7 @@ async function main() {
 
   const files = await siteFiles();
   renderBenchLinks(files);
+  renderSplitK(files);
   const { list: exercises, labSteps } = await loadExercises(files);
   const { progress, notice } = loadProgress();
   showNotice(notice);

@@ -20,9 +20,11 @@ const RESULTS = {
   readiness: "bench/results/page_readiness.json",
   triton: "bench/results/triton_h200.json",
   iohw: "bench/results/io_h200.json",
+  splitk: "bench/results/split_k_h200.json",
+  ring: "bench/results/ring_2gpu.json",
 };
 const LABELS = {numpy: "NumPy", webgpu: "WebGPU", webgpu_h200: "WebGPU on the H200", io: "IO claim", readiness: "page readiness",
-                triton: "Triton H200", iohw: "IO on an H200"};
+                triton: "Triton H200", iohw: "IO on an H200", splitk: "split-K H200", ring: "ring, two H200s"};
 const COLORS = {naive: "#b3261e", flash: "#2456c7", flash2: "#17794a", theory: "#8a8f99",
                 tiled: "#2456c7", triton: "#2456c7", cudnn: "#8a5a00", efficient: "#8a8f99"};
 const BACKEND_COLORS = {triton: "#2456c7", flash: "#17794a", cudnn: "#8a5a00", efficient: "#b3261e"};
@@ -199,6 +201,8 @@ function showTargets(loaded) {
     if (!result.data) {
       row(body, [LABELS[key], result.missing ? "not yet recorded" : result.error, "", "", ""],
           {status: "not-measured"});
+      misses.push({key, status: "not-measured", t: {name: "no record", measured: null, goal: "a recorded run",
+        limited_by: result.missing ? `${RESULTS[key]} is not in this build` : result.error}});
       continue;
     }
     for (const t of targetsOf(key, result.data)) {
@@ -667,12 +671,71 @@ function showIoHw(record) {
       `accumulator (zeroed, accumulated, converted).`;
 }
 
+/* ---- 7. Split-K decoding ------------------------------------------------------------------ */
+
+const SDPA_NAMES = {sdpa: "SDPA default", sdpa_flash: "SDPA FLASH_ATTENTION", sdpa_cudnn: "SDPA cuDNN",
+                    sdpa_efficient: "SDPA EFFICIENT_ATTENTION", flash_triton: "flash_triton (no split)"};
+const CASE_COLORS = ["#2456c7", "#17794a", "#8a5a00", "#b3261e", "#6b3fa0", "#00838f", "#5b6475", "#c2185b"];
+
+function showSplitK(record) {
+  const cases = record.cases || [];
+  if (!cases.length) throw new Error("split_k_h200.json has no cases");
+  const splitNames = Object.keys(cases[0].results).filter((n) => n.startsWith("split_"));
+  const labels = splitNames.map((n) => cases[0].results[n].splits);
+  const caseLabel = (c) => `B ${c.batch}, ${c.n_q} ${c.n_q === 1 ? "query" : "queries"}, Nk ${c.n_k.toLocaleString("en-US")}`;
+  const datasets = cases.map((c, k) => ({
+    label: caseLabel(c), data: splitNames.map((n) => (c.results[n] && Number.isFinite(c.results[n].ms) ? c.results[n].ms : null)),
+    borderColor: CASE_COLORS[k % CASE_COLORS.length], backgroundColor: CASE_COLORS[k % CASE_COLORS.length],
+    tension: 0, pointRadius: 3}));
+  draw("chart-splitk", {type: "line", data: {labels, datasets},
+    options: {responsive: true, maintainAspectRatio: false, animation: false,
+              scales: {x: {title: {display: true, text: "splits (parts of the KV cache)"}},
+                       y: logAxis("ms per call", (v) => `${v}`)},
+              plugins: {legend: {position: "bottom", labels: {boxWidth: 14}}}}});
+  const body = $("splitk-body");
+  body.textContent = "";
+  for (const c of cases) {
+    const best = c.results[c.best_split];
+    const fastest = c.results[c.fastest_sdpa_backend];
+    row(body, [caseLabel(c), fmt(c.results.split_1.ms), `${best.splits} → ${fmt(best.ms)}`,
+               `${fmt(c.best_split_vs_unsplit)}×`, fmt(c.results.sdpa.ms),
+               `${SDPA_NAMES[c.fastest_sdpa_backend] || c.fastest_sdpa_backend}: ${fmt(fastest.ms)}`,
+               `${fmt(c.best_split_vs_fastest_sdpa)}×`, `${fmt(best.gb_per_s / 1000)} TB/s`]);
+  }
+  const env = record.env || {};
+  $("splitk-notes").textContent =
+      `${env.gpu || "GPU ?"} (${env.sm_count || "?"} SMs), torch ${env.torch || "?"}, triton ${env.triton || "?"}, ` +
+      `recorded ${env.date_utc || "?"} with: ${env.command || "?"}; ${record.dtype || ""}, d = ${cases[0].d}, ` +
+      `H = ${cases[0].heads}; ${record.timing || ""}. Checks before timing (${record.check || ""}): ` +
+      `${record.all_split_checks_pass ? "all passed" : "NOT all passed"}.`;
+}
+
+/* ---- 8. Ring attention on two GPUs ---------------------------------------------------------- */
+
+function showRing(record) {
+  const body = $("ring-body");
+  body.textContent = "";
+  for (const r of record.times || []) {
+    const cp = "context_parallel_s" in r ? (r.context_parallel_ok ? seconds(r.context_parallel_s) : "wrong output")
+      : (r.context_parallel_error || "–");
+    row(body, [`${r.n.toLocaleString("en-US")}${r.causal ? ", causal" : ""}`, seconds(r.ring_s), seconds(r.chunked_s),
+               seconds(r.one_device_kernel_s), seconds(r.one_device_sdpa_s), cp, `${fmt(r.speedup_vs_one_device_kernel)}×`]);
+  }
+  const env = record.env || {};
+  const l = record.longest || {};
+  $("ring-notes").textContent =
+      `${(env.gpus || []).join("; ")}; NCCL ${env.nccl || "?"}, torch ${env.torch || "?"}; recorded ${env.date_utc || "?"} with: ` +
+      `${env.command || "?"}. Checks against fp64 and SDPA: ${record.all_checks_pass ? "all passed" : "NOT all passed"}. ` +
+      (l.one_gpu_n ? `Longest causal sequence under ${bytes(l.cap_bytes)} per GPU: one GPU ${l.one_gpu_n.toLocaleString("en-US")}, ` +
+        `${l.world} GPUs ${l.ring_n.toLocaleString("en-US")} tokens (${fmt(l.ratio)}×).` : "");
+}
+
 /* ---- start ------------------------------------------------------------------------------ */
 
 const SHOW = {numpy: showNumpy, webgpu: showWebgpu, webgpu_h200: showWebgpuH200, io: showIo, readiness: showReadiness,
-              triton: showTriton, iohw: showIoHw};
+              triton: showTriton, iohw: showIoHw, splitk: showSplitK, ring: showRing};
 const SECTION = {numpy: "numpy", webgpu: "webgpu", webgpu_h200: "webgpu-h200", io: "io", readiness: "readiness",
-                 triton: "triton", iohw: "iohw"};
+                 triton: "triton", iohw: "iohw", splitk: "splitk", ring: "ring"};
 
 async function main() {
   mountGpuBench($("gpu-bench"));

@@ -687,4 +687,7 @@ async function main() {
   else setStatus("error", "These parameters are too large to step through; pick a larger M or a smaller N.");
 }
 
-main().catch((err) => setStatus("error", `The visualizer failed to start: ${err.message}`));
+// ?view=ring shows the ring view instead (js/ring-viz.js); this module then stays idle.
+if (new URLSearchParams(window.location.search).get("view") !== "ring") {
+  main().catch((err) => setStatus("error", `The visualizer failed to start: ${err.message}`));
+}

@@ -18,7 +18,9 @@ SECTIONS = {"numpy": ["chart-numpy-time", "chart-numpy-memory"],
             "io": ["chart-io-n", "chart-io-m"],
             "readiness": ["chart-readiness"],
             "triton": ["chart-triton-fwd", "chart-triton-bwd"],
-            "iohw": ["chart-iohw-64", "chart-iohw-128"]}
+            "iohw": ["chart-iohw-64", "chart-iohw-128"],
+            "splitk": ["chart-splitk"],
+            "ring": []}
 
 
 def run_bench(script: str, *args: str, tmp_path) -> dict:
@@ -45,7 +47,7 @@ def test_performance_page_plots_what_was_recorded(page, site_url, lab_dist):
         expected = {"numpy": "numpy_attention.json", "webgpu": "webgpu_attention.json", "io": "io_claim.json",
                     "webgpu-h200": "webgpu_h200.json",
                     "readiness": "page_readiness.json", "triton": "triton_h200.json",
-                    "iohw": "io_h200.json"}[name]
+                    "iohw": "io_h200.json", "splitk": "split_k_h200.json", "ring": "ring_2gpu.json"}[name]
         if expected not in files:
             assert status == "not-recorded", name
             assert "Not yet recorded" in page.inner_text("#" + name)
@@ -117,6 +119,20 @@ def test_performance_page_says_what_is_not_yet_recorded(page, site_url, lab_dist
     assert "Not yet recorded" in page.inner_text("#triton")
     assert page.locator('[data-testid="perf-targets"] tr', has_text="Triton H200").first.get_attribute(
         "data-status") == "not-measured"
+
+
+def test_split_k_table_shows_the_recorded_numbers(page, site_url, lab_dist):
+    record = json.loads((lab_dist / "bench" / "results" / "split_k_h200.json").read_text())
+    page.goto(site_url + "performance.html")
+    page.wait_for_function("document.querySelector('[data-testid=\"section-splitk\"]').dataset.status !== 'loading'",
+                           timeout=30_000)
+    assert page.get_attribute('[data-testid="section-splitk"]', "data-status") == "recorded"
+    rows = page.locator('[data-testid="splitk-table"] tbody tr')
+    assert rows.count() == len(record["cases"])
+    first = rows.nth(0).inner_text()
+    case = record["cases"][0]
+    assert "%d →" % case["results"][case["best_split"]]["splits"] in first
+    assert "all passed" in page.inner_text("#splitk-notes")
 
 
 def test_h200_section_reads_its_record(page, site_url, lab_dist):

@@ -5,7 +5,7 @@ with KaTeX-ready TeX), starter code, checks, hints and a reference solution -- a
 in CPython for the tests and in Pyodide for the page (through ``nlpcore.web.exercises``).
 
 - :func:`exercise` / :func:`exercises` -- the registry: one folder per exercise under
-  ``nlpcore/lab/exercises/`` (ids: online-softmax, backward, triton, wgsl, break-it). The
+  ``nlpcore/lab/exercises/`` (ids: online-softmax, backward, triton, wgsl, break-it, ring). The
   function :func:`exercises` hides the package's name as an attribute of ``nlpcore.lab``;
   import the package by its full name, ``nlpcore.lab.exercises``.
 - :func:`grade` -- grade one step of one exercise for a piece of learner code.

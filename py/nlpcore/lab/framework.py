@@ -1,6 +1,7 @@
 """The exercise framework: steps, checks, learner code in a fresh namespace, and results.
 
-An exercise is a ladder of steps (Predict, Scratch, Compose, Probe a claim, Harden, Break it, Port).
+An exercise is a ladder of steps (Predict, Scratch, Compose, Probe a claim, Harden, Break it, Port,
+Balance).
 Each step holds a statement (Markdown with KaTeX-ready TeX between ``$...$``), starter code,
 a reference solution, hints (revealed one at a time by the page) and a list of checks.
 
@@ -57,7 +58,7 @@ import numpy as np
 from .. import tolerances
 from . import sandbox
 
-LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe a claim", "Harden", "Break it", "Port")
+LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe a claim", "Harden", "Break it", "Port", "Balance")
 LANGUAGES = ("python", "wgsl")  # what a step's learner code is written in
 
 # Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
@@ -240,7 +241,8 @@ class Step:
     hints: Sequence[str] = ()
     required: Sequence[str] = ()            # names the learner's code must define
     record: Sequence[str] = ()              # names whose values are saved with progress
-    report: Optional[Callable] = None       # report(ns) -> dict shown below the checks
+    report: Optional[Callable] = None       # report(ns) -> dict shown below the checks: a
+                                            # "table" (columns, rows) and optional "title"
     language: str = "python"                # "python": code is exec'd; "wgsl": code is shader
                                             # text, checks get ns = {"source": code}
     refuse: Sequence[str] = ()              # modules whose functions learner code may not
