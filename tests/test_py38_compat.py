@@ -58,7 +58,7 @@ assert np.allclose(o3, o2, atol=1e-12)
 for layout in ring.LAYOUTS:
     o4, lse4 = ring.forward(q, k, v, devices=3, causal=True, mask=mask, layout=layout)
     assert np.allclose(o4, o2, atol=1e-12), layout
-    g4 = ring.backward(q, k, v, o4, lse4, o4, devices=3, causal=True, mask=mask, layout=layout)
+    g4 = ring.backward(q, k, v, o4, lse4, do, devices=3, causal=True, mask=mask, layout=layout)
     assert all(np.allclose(a, b, atol=1e-12) for a, b in zip(g4, g2)), layout
 assert ring.idle(ring.work(16, 4, True, "zigzag")).sum() == 0
 print("ok")

@@ -375,12 +375,14 @@ def library_changed() -> None:
     _grader.stale = True
 
 
-def refusing(modules: Sequence[str], session: "_Session") -> None:
+def refusing(modules: Sequence[str], session: "_Session", strict: bool = True) -> None:
     """Replace the functions of ``modules`` by ones that refuse calls made by the learner's
-    code, noting each refusal in ``session``: calls from outside the nlpcore package, and any
-    call while a learner function is running (:func:`call_learner`; the grader may hand over a
-    refused function itself when the learner's namespace names one). The grader's own calls
-    between learner calls go through. Undone by the snapshot's restore."""
+    code, noting each refusal in ``session``: calls from outside the nlpcore package and, when
+    ``strict`` (kernels a step teaches), any call while a learner function is running
+    (:func:`call_learner`; the grader may hand over a refused function itself when the
+    learner's namespace names one). Not strict (an exercise's own modules): grader code the
+    learner calls back, such as an ``attend()`` handed to it, may use them. The grader's own
+    calls between learner calls go through. Undone by the snapshot's restore."""
     for name in modules:
         try:
             module = importlib.import_module(name)
@@ -388,13 +390,13 @@ def refusing(modules: Sequence[str], session: "_Session") -> None:
             continue
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == name:
-                setattr(module, attr, _refuser(value, "%s.%s" % (name, attr), session))
+                setattr(module, attr, _refuser(value, "%s.%s" % (name, attr), session, strict))
 
 
-def _refuser(fn, qualified: str, session: "_Session"):
+def _refuser(fn, qualified: str, session: "_Session", strict: bool):
     def refused(*args, **kwargs):
         caller = sys._getframe(1).f_code.co_filename
-        if (not session.calls_in_flight
+        if ((not strict or not session.calls_in_flight)
                 and os.path.abspath(caller).startswith(_PACKAGE_DIR + os.sep)):
             return fn(*args, **kwargs)
         session.refused.append(qualified)
@@ -574,12 +576,13 @@ def run_check(check: Check, ns: dict) -> dict:
 
 
 @contextlib.contextmanager
-def isolated(refuse: Sequence[str] = ()):
-    """Run learner code inside: its printed output is captured, the ``refuse`` modules'
-    functions refuse its calls, and afterwards the interpreter is restored to
-    :func:`pristine`. Yields the :class:`_Session`; ``session.restored`` lists what had been
-    changed (and AUDITED_EVENTS seen): empty for code that kept to itself."""
-    for name in refuse:                     # imported before the snapshot, not inside
+def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
+    """Run learner code inside: its printed output is captured, the functions of the ``refuse``
+    modules (strictly) and of the ``own`` modules (the exercise's; not strictly) refuse its
+    calls (:func:`refusing`), and afterwards the interpreter is restored to :func:`pristine`.
+    Yields the :class:`_Session`; ``session.restored`` lists what had been changed (and
+    AUDITED_EVENTS seen): empty for code that kept to itself."""
+    for name in tuple(refuse) + tuple(own):  # imported before the snapshot, not inside
         try:
             importlib.import_module(name)
         except ImportError:
@@ -592,10 +595,12 @@ def isolated(refuse: Sequence[str] = ()):
         with contextlib.redirect_stdout(session.stdout), contextlib.redirect_stderr(session.stderr):
             with _quiet():
                 refusing(refuse, session)
+                refusing(own, session, strict=False)
                 yield session
     finally:
         _grader.active.remove(session)
-        session.restored = [c for c in snap.restore(entry) if not _is_refusal_guard(c, refuse)]
+        session.restored = [c for c in snap.restore(entry)
+                            if not _is_refusal_guard(c, tuple(refuse) + tuple(own))]
         session.restored += ["audited: " + e for e in sorted(set(session.audited))]
 
 
@@ -624,7 +629,7 @@ def grade(exercise: Exercise, step_id: str, code: str) -> dict:
     checks: List[Optional[dict]] = [None] * len(step.checks)
     collected: Dict[int, object] = {}
     report, record, ns = None, {}, None
-    with isolated(_refused_modules(exercise, step)) as session:
+    with isolated(**_refused_modules(exercise, step)) as session:
         try:
             ns = learner_namespace(step, code)
         except LearnerError as err:
@@ -688,12 +693,12 @@ def _stopped(step: Step, err: BaseException) -> List[dict]:
             if c.runner != "local" else run_check(c, {}) for c in step.checks]
 
 
-def _refused_modules(exercise: Exercise, step: Step) -> tuple:
-    """The step's ``refuse`` list plus the exercise's own modules (its checks and expected
-    values are the grader's, never the learner's to call)."""
+def _refused_modules(exercise: Exercise, step: Step) -> dict:
+    """Keyword arguments of :func:`isolated`: the step's ``refuse`` list, and the exercise's own
+    modules (its checks and expected values are the grader's, never the learner's to call)."""
     package = "nlpcore.lab.exercises." + exercise.id
     own = sorted(n for n in sys.modules if n == package or n.startswith(package + "."))
-    return tuple(step.refuse) + tuple(own)
+    return {"refuse": tuple(step.refuse), "own": tuple(own)}
 
 
 def _collect(check: Check, ns: dict, collected: dict, index: int) -> Optional[dict]:
@@ -735,7 +740,7 @@ def verify_js(exercise: Exercise, step_id: str, check_id: str, code: str, job, o
     check = next((c for c in step.checks if c.id == check_id), None)
     if check is None or check.runner in ("python", "local"):
         raise ValueError("check must name a JS-run check of step %r, got %r" % (step_id, check_id))
-    with isolated(_refused_modules(exercise, step)):
+    with isolated(**_refused_modules(exercise, step)):
         try:
             ns = learner_namespace(step, code)
         except LearnerError as err:

@@ -190,7 +190,8 @@ class Snapshot:
     def restore(self, process: dict = None) -> List[str]:
         """Put everything recorded back -- the process state to ``process`` (from
         :func:`process_state` when the grade began) or else to the snapshot's -- and return what
-        had changed (for tests and reports)."""
+        had changed (for tests and reports; a dict that only gained keys, such as a cache filled
+        while grading, is put back without being reported)."""
         self.repair_builtins()
         changed = ["module builtins"] if self.builtins_repaired else []
         self.builtins_repaired = False
@@ -224,7 +225,8 @@ class Snapshot:
                     container[:] = saved
             elif isinstance(container, dict):
                 if not _same_dict(container, saved):
-                    changed.append("dict")
+                    if not _only_grew(container, saved):    # a cache filled while grading is
+                        changed.append("dict")              # put back, but is no one's mischief
                     _put_back(container, saved)
             elif container != saved:
                 changed.append("set")
@@ -257,6 +259,11 @@ def _same_dict(current: dict, saved: dict, volatile=frozenset()) -> bool:
         if current.get(key, _EMPTY) is not value:
             return False
     return not any(k not in saved and k not in volatile for k in current)
+
+
+def _only_grew(current: dict, saved: dict) -> bool:
+    """Whether ``current`` is ``saved`` plus new keys (every saved entry still the same object)."""
+    return all(current.get(key, _EMPTY) is value for key, value in saved.items())
 
 
 def _put_back(current: dict, saved: dict, volatile=frozenset()):
