@@ -187,3 +187,12 @@ def test_io_h200_reads_ncu_csv_into_steps():
     assert steps[0]["kernel_list"][0]["write_bytes"] == 2.5e6 and "kernel_list" not in steps[1]
     with pytest.raises(RuntimeError, match="marked steps"):
         io_h200.split_steps(kernels, manifest[:1] * 3)
+
+
+def test_grading_cost_smoke(tmp_path):
+    record = run_script("grading_cost", "--repeats", "1", tmp_path=tmp_path)
+    steps = {(s["exercise"], s["step"]) for s in record["steps"]}
+    assert ("online-softmax", "compose") in steps and ("backward", "scratch") in steps
+    assert all(s["grade_cpu_ms"] > 0 for s in record["steps"])
+    snap = record["snapshot"]
+    assert snap["functions"] > 1000 and snap["namespaces"] > 50 and snap["restore_unchanged_cpu_ms"] > 0

@@ -58,6 +58,9 @@ def test_adding_a_folder_adds_an_exercise(tmp_path, monkeypatch):
         "# SOLUTION BEGIN\n# answer = None  STARTER\nanswer = 42\n# SOLUTION END\n")
     monkeypatch.setattr(package, "__path__", list(package.__path__) + [str(tmp_path)])
     monkeypatch.setattr(lab, "_cache", {})
+    # Grading restores the interpreter to a snapshot taken before the first grade; this test
+    # changes the library on purpose, so the snapshot is retaken (and put back afterwards).
+    monkeypatch.setattr(fw._grader, "snapshot", None)
     try:
         assert [ex_id for ex_id, _ in discover()][-1] == "extra-one"
         step = lab.exercise("extra-one").step("only")

@@ -309,9 +309,77 @@ def test_grader_fails_the_starter_and_passes_the_solution(capsys, tmp_path):
     assert status == 0, out
 
 
+# A Triton kernel that does nothing useful: launching it is not computing attention with it.
+TOUCH = """import torch, triton, triton.language as tl
+from nlpcore.kernels import check_triton
+
+
+@triton.jit
+def _touch(x_ptr):
+    tl.store(x_ptr, tl.load(x_ptr))
+
+
+def _launch(t):
+    _touch[(1,)](t)
+
+
+def _torch_attention(q, k, v, causal, dtype):
+    s = (q.to(dtype) @ k.to(dtype).transpose(-1, -2)) / q.shape[-1] ** 0.5
+    if causal:
+        keep = torch.ones(s.shape[-2:], dtype=torch.bool).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, -1) @ v.to(dtype), torch.logsumexp(s, -1)
+
+
+def backward(q, k, v, o, lse, do, causal=False, scale=None):
+    return q * 0, k * 0, v * 0
+"""
+SNEAKY_TRITON = {
+    "returns the grader's oracle": TOUCH + """
+def forward(q, k, v, causal=False, scale=None):
+    _launch(q)
+    o, lse, _ = check_triton.reference(q, k, v, causal=causal)
+    return o.to(q.dtype), lse.float()
+""",
+    "computes with torch, launches nothing": TOUCH + """
+def forward(q, k, v, causal=False, scale=None):
+    o, lse = _torch_attention(q, k, v, causal, torch.float32)
+    return o.to(q.dtype), lse
+""",
+    "returns float64": TOUCH + """
+def forward(q, k, v, causal=False, scale=None):
+    _launch(q)
+    return _torch_attention(q, k, v, causal, torch.float64)
+""",
+}
+SNEAKY_VERDICT = {"returns the grader's oracle": "check_triton.reference is the grader's oracle",
+                  "computes with torch, launches nothing": "no Triton kernel was launched",
+                  "returns float64": "dtype float64, expected float32"}
+
+
+@pytest.mark.parametrize("name", sorted(SNEAKY_TRITON))
+def test_grader_fails_modules_whose_outputs_do_not_come_from_a_triton_kernel(capsys, tmp_path, name):
+    path = tmp_path / "sneaky.py"
+    path.write_text(SNEAKY_TRITON[name], encoding="utf-8")
+    status, out = _grade(path, capsys)
+    assert status == 1, out
+    assert "0/" in out.splitlines()[-1] or "FAIL" in out, out
+    assert SNEAKY_VERDICT[name] in out, out
+    passed = re.search(r"(\d+)/\d+ checks passed", out)
+    assert passed and int(passed.group(1)) == 0, out      # no forward check passes
+
+
+def test_grader_refuses_a_module_without_a_triton_kernel(capsys, tmp_path):
+    path = tmp_path / "no_kernel.py"
+    path.write_text("def forward(q, k, v, causal=False, scale=None):\n    return q, q[..., 0]\n"
+                    "def backward(*a, **k):\n    return a[:3]\n", encoding="utf-8")
+    status, out = _grade(path, capsys)
+    assert status == 1 and "defines no Triton kernel" in out, out
+
+
 def test_grader_reports_a_broken_module(capsys, tmp_path):
     path = tmp_path / "broken.py"
-    path.write_text("def forward(q, k, v, causal=False, scale=None):\n    raise RuntimeError('boom')\n"
+    path.write_text(TOUCH + "def forward(q, k, v, causal=False, scale=None):\n    raise RuntimeError('boom')\n"
                     "def backward(*a, **k):\n    raise RuntimeError('boom')\n", encoding="utf-8")
     status, out = _grade(path, capsys)
     assert status == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 import time
 
@@ -39,6 +40,21 @@ def test_solution_passes_every_check(ex_id, step_id):
     assert not failures, json.dumps(failures, indent=1)
     assert result["passed"]
     assert len(graded(result)) >= 1
+    assert result["restored"] == []    # honest code leaves nothing to undo (the page keeps its worker)
+
+
+def assert_helpful(check: dict, step):
+    """A failure tells the learner what is missing: either the learner's own exception with the
+    line of their code, or what was expected and what came instead -- and it names a function,
+    a quantity or a case of the step (not a generic 'wrong')."""
+    message = check["message"]
+    raised = re.search(r"your code raised \w+: .+ \(line \d+ of your code\)", message)
+    compared = "expected" in check and "got" in check
+    assert raised or compared, check
+    names = set(step.required) | {"o", "lse", "dq", "dk", "dv", "m", "l", "softmax", "prediction",
+                                  check["id"].replace("kills-", "")}
+    named = any(re.search(r"\b%s\b" % re.escape(n), message) for n in names)
+    assert named or re.search(r"N[qk]?=\d+|\(\d+, \d+\)", message), check
 
 
 @pytest.mark.parametrize("ex_id,step_id", STEPS)
@@ -49,7 +65,7 @@ def test_starter_fails_with_a_message(ex_id, step_id):
     failed = [c for c in graded(result) if c["status"] != "pass"]
     assert failed
     for c in failed:
-        assert len(c["message"]) > 20, c
+        assert_helpful(c, step)
 
 
 @pytest.mark.parametrize("ex_id,step_id", STEPS)
@@ -63,9 +79,79 @@ def test_grading_a_step_is_fast(ex_id, step_id):
     assert time.process_time() - start < 1.0
 
 
-def mutate(code: str, old: str, new: str) -> str:
+def mutate(code: str, old, new) -> str:
+    """``code`` with ``old`` replaced by ``new`` (or each of a tuple of olds by its new); each
+    must occur exactly once."""
+    if isinstance(old, tuple):
+        for o, n in zip(old, new):
+            code = mutate(code, o, n)
+        return code
     assert code.count(old) == 1, "the wrong answer must change exactly one place: %r" % old
     return code.replace(old, new)
+
+
+def before(line: str, inserted: str):
+    """(old, new) that insert ``inserted`` just before ``line`` (an early return, an import)."""
+    return line, inserted + line
+
+
+ATTENTION_START = "    n_q, d = q.shape\n"     # the first line of compose's / harden's body
+ALL = None   # must_fail = ALL: every graded check of the step fails
+
+# Sneaky submissions: each must fail the checks named (None = every graded check).
+FULL_SCORES = """    s = q @ k.T / np.sqrt(q.shape[1])                       # (Nq, Nk): untiled
+    if causal:
+        s = np.where(np.arange(k.shape[0])[None, :] <= np.arange(q.shape[0])[:, None], s, -np.inf)
+    m = s.max(axis=1, keepdims=True)
+    p = np.exp(s - m)
+    l = p.sum(axis=1, keepdims=True)
+    return p @ v / l, (m + np.log(l))[:, 0]
+"""
+QUERY_CHUNKED = """    o, lse = np.zeros((q.shape[0], v.shape[1])), np.zeros(q.shape[0])
+    for q0 in range(0, q.shape[0], block_q):                # one query tile against ALL keys
+        s = q[q0:q0 + block_q] @ k.T / np.sqrt(q.shape[1])
+        if causal:
+            rows = np.arange(q0, min(q0 + block_q, q.shape[0]))[:, None]
+            s = np.where(np.arange(k.shape[0])[None, :] <= rows, s, -np.inf)
+        m = s.max(axis=1, keepdims=True)
+        p = np.exp(s - m)
+        l = p.sum(axis=1, keepdims=True)
+        o[q0:q0 + block_q] = p @ v / l
+        lse[q0:q0 + block_q] = (m + np.log(l))[:, 0]
+    return o, lse
+"""
+FRAME_WALK = """    import sys
+    frame = sys._getframe(1)
+    while frame is not None:                                # read the grader's expected values
+        found = frame.f_locals
+        if "want_o" in found and "want_lse" in found:
+            return found["want_o"], found["want_lse"]
+        frame = frame.f_back
+    return np.zeros((q.shape[0], v.shape[1])), np.zeros(q.shape[0])
+"""
+PATCH_REFERENCE = """import nlpcore.kernels.reference as _ref
+_ref.forward = lambda q, k, v, causal=False, mask=None, scale=None: (
+    np.zeros((q.shape[0], v.shape[1])), np.zeros(q.shape[0]))   # the oracle now agrees with zeros
+"""
+PATCH_GRADER = """import importlib
+from nlpcore.lab import framework as _fw
+_ex = importlib.import_module("nlpcore.lab.exercises.online-softmax.exercise")
+_fw.assert_close = _ex.assert_close = lambda *a, **k: 0.0      # every comparison passes
+_fw.assert_tiled = _ex.assert_tiled = lambda *a, **k: "fine"
+np.allclose = lambda *a, **k: True
+"""
+DENSE_BACKWARD = """    s = q @ k.T / np.sqrt(q.shape[1])                       # (Nq, Nk): untiled
+    allowed = np.isfinite(lse)[:, None] & np.ones(s.shape, bool)
+    if mask is not None:
+        allowed = allowed & np.broadcast_to(mask, s.shape)
+    if causal:
+        allowed = allowed & (np.arange(k.shape[0])[None, :] <= np.arange(q.shape[0])[:, None])
+    p = np.where(allowed, np.exp(np.where(allowed, s, 0) - np.where(np.isfinite(lse), lse, 0)[:, None]), 0)
+    dp = do @ v.T
+    ds = p * (dp - (do * o).sum(axis=1)[:, None])
+    scale = 1 / np.sqrt(q.shape[1])
+    return scale * ds @ k, scale * ds.T @ q, p.T @ do
+"""
 
 
 # (exercise, step, old text in the solution, replacement, check ids that must fail)
@@ -128,6 +214,59 @@ WRONG_ANSWERS = [
     ("ring", "balance", "chunks[2 * devices - 1 - r]", "chunks[devices + r]", {"shards", "work", "balance"}),
     ("ring", "balance", "int((keys[None, :] <= rows[r][:, None]).sum())", "int(keys.size * rows[r].size)", {"work", "balance"}),
     ("ring", "balance", "w).max(axis=0).sum()", "w).sum(axis=0).max()", {"makespan"}),
+    # -- steps that teach a kernel refuse the library's kernels --------------------------------
+    ("online-softmax", "compose", *before(ATTENTION_START, "    from nlpcore.kernels import reference\n"
+                                          "    return reference.forward(q, k, v, causal=causal)\n"), ALL),
+    ("online-softmax", "compose", *before(ATTENTION_START, "    from nlpcore.kernels import flash_np\n"
+                                          "    return flash_np.forward(q, k, v, causal=causal)\n"), ALL),
+    ("online-softmax", "scratch", "def from_block(x):",
+     "from nlpcore.kernels.online_softmax import from_block\n\n\ndef _unused(x):",
+     {"from-block", "pieces", "softmax"}),                      # its own combine still passes
+    ("online-softmax", "predict", "standard = 4 * N * N + 4 * N * d",
+     "from nlpcore.kernels import io_model\nstandard = io_model.standard_accesses(N, N, d)", ALL),
+    ("backward", "harden", *before(ATTENTION_START, "    from nlpcore.kernels.reference import forward as f\n"
+                                   "    return f(q, k, v, causal=causal, mask=mask)\n"), ALL),
+    ("backward", "scratch", *before("    n_q, d = q.shape\n", "    from nlpcore.kernels import reference\n"
+                                    "    return reference.backward(q, k, v, o, lse, do, causal=causal, mask=mask)\n"), ALL),
+    ("break-it", "predict", "prediction = {",
+     "import importlib\n_mu = importlib.import_module('nlpcore.lab.exercises.break-it.mutants')\n"
+     "_live = _mu.killers(_mu.kill_matrix(_mu.load_suite(_mu.WEAK_SUITE_SOURCE)))\nprediction = {", ALL),
+    ("triton", "port", "    n_q, n_k = q.shape[0], k.shape[0]\n",
+     "    from nlpcore.kernels import reference\n    reference.forward(q, k, v)\n"
+     "    n_q, n_k = q.shape[0], k.shape[0]\n", {"ragged", "causal", "wide"}),
+    ("triton", "compose", "def flops(", "import importlib\n_ex = importlib.import_module("
+     "'nlpcore.lab.exercises.triton.exercise')\n\n\ndef flops(*a, **k):\n    return _ex._want_flops(*a, **k)\n\n\ndef _mine(",
+     {"flops"}),
+    # -- tiled steps fail when memory grows with Nq·Nk ---------------------------------------
+    ("online-softmax", "compose", *before(ATTENTION_START, FULL_SCORES), {"tiled"}),
+    ("online-softmax", "compose", *before(ATTENTION_START, QUERY_CHUNKED), {"tiled"}),
+    ("backward", "harden", *before(ATTENTION_START, FULL_SCORES.replace(
+        "return p @ v / l,", "if mask is not None:\n        pass\n    return p @ v / l,")), {"tiled"}),
+    ("backward", "scratch", *before("    n_q, d = q.shape\n", DENSE_BACKWARD), {"tiled"}),
+    ("online-softmax", "scratch", "    state = (np.full(x.shape[:-1], -np.inf), np.zeros(x.shape[:-1]))\n",
+     "    m = x.max(axis=-1, keepdims=True)                       # the whole row at once\n"
+     "    e = np.exp(x - np.where(np.isfinite(m), m, 0))\n"
+     "    s = e.sum(axis=-1, keepdims=True)\n"
+     "    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)\n"
+     "    state = (np.full(x.shape[:-1], -np.inf), np.zeros(x.shape[:-1]))\n", {"softmax"}),
+    # -- causal conventions, large logits, float16 accumulation --------------------------------
+    ("online-softmax", "compose", "s = np.where(cols <= rows, s, -np.inf)",
+     "s = np.where(cols <= rows + (n_k - n_q), s, -np.inf)", {"causal"}),   # bottom-right
+    ("online-softmax", "compose",
+     ("            shift = np.where(np.isfinite(m_new), m_new, 0.0)\n", "            p = np.exp(s - shift[:, None])",
+      "            alpha = np.exp(m - shift) "),
+     ("", "            p = np.exp(s)", "            alpha = np.ones_like(m)  # "), {"large"}),  # no max shift
+    ("backward", "harden",
+     ("acc_dtype = np.dtype(np.float32) if q.dtype.itemsize < 4 else q.dtype", "return o.astype(q.dtype), lse"),
+     ("acc_dtype = q.dtype", "return o.astype(q.dtype), lse.astype(np.float32)"), {"float16"}),
+    # -- expected values are out of reach; patches do not outlive the learner's phase ---------
+    ("online-softmax", "compose", *before(ATTENTION_START, FRAME_WALK), {"ragged", "causal", "large", "lse"}),
+    ("online-softmax", "compose", ("def attention(", ATTENTION_START),
+     (PATCH_REFERENCE + "\n\ndef attention(", ATTENTION_START + "    return np.zeros((n_q, v.shape[1])), np.zeros(n_q)\n"),
+     ALL),
+    ("online-softmax", "compose", ("def attention(", ATTENTION_START),
+     (PATCH_GRADER + "\n\ndef attention(", ATTENTION_START + "    return np.zeros((n_q, v.shape[1])), np.zeros(n_q)\n"),
+     ALL),
 ]
 
 
@@ -137,8 +276,9 @@ def test_plausible_wrong_answer_fails(ex_id, step_id, old, new, must_fail):
     step = lab.exercise(ex_id).step(step_id)
     result = lab.grade(ex_id, step_id, mutate(step.solution, old, new))
     assert not result["passed"]
-    status = {c["id"]: c["status"] for c in result["checks"]}
-    assert {c for c in must_fail if status[c] != "pass"} == set(must_fail), status
+    status = {c["id"]: c["status"] for c in result["checks"] if c["status"] != "local"}
+    must_fail = set(status) if must_fail is None else set(must_fail)
+    assert {c for c in must_fail if status[c] != "pass"} == must_fail, status
 
 
 def test_every_step_has_statement_hints_and_checks():
@@ -268,6 +408,17 @@ for ex in map(lab.exercise, %r):
         r = lab.grade(ex.id, s.id, s.solution)
         assert r["passed"], (ex.id, s.id, [c for c in r["checks"] if c["status"] != "pass"])
         assert not lab.grade(ex.id, s.id, s.starter)["passed"], (ex.id, s.id)
+# isolation on 3.8: a patched NumPy/grader does not reach the next grade; SystemExit fails
+r = lab.grade("online-softmax", "predict", "import numpy as np\nfrom nlpcore.lab import framework as fw\n"
+              "np.allclose = lambda *a, **k: True\nfw.assert_close = lambda *a, **k: 0.0\n"
+              "standard = 1.2e6\nflash = 3e5\nraise SystemExit(0)\n")
+assert r["restored"] and all("SystemExit" in c["message"] for c in r["checks"]), r
+compose = lab.exercise("online-softmax").step("compose").solution
+wrong = compose.replace("acc = alpha[:, None] * acc + p @ v[k0:k1]", "acc = acc + p @ v[k0:k1]")
+assert not lab.grade("online-softmax", "compose", wrong)["passed"]
+untiled = compose.replace("    n_q, d = q.shape\n", %r + "    n_q, d = q.shape\n", 1)
+tiled = [c for c in lab.grade("online-softmax", "compose", untiled)["checks"] if c["id"] == "tiled"][0]
+assert tiled["status"] == "fail" and "MiB" in tiled["message"], tiled   # tracemalloc sees NumPy 1.17
 print("ok")
 """
 
@@ -275,7 +426,8 @@ print("ok")
 @pytest.mark.skipif(not PY38.exists(), reason="no Python 3.8 + NumPy 1.17 venv (.venv38)")
 def test_graders_run_on_python38_numpy117():
     """The graders run in Pyodide 0.17; .venv38 has the same Python and NumPy versions."""
-    out = subprocess.run([str(PY38), "-W", "error::SyntaxWarning", "-c", PY38_SMOKE % (PYTHON_GRADED,)],
+    smoke = PY38_SMOKE % (PYTHON_GRADED, FULL_SCORES.replace("    if causal:", "    if False:"))
+    out = subprocess.run([str(PY38), "-W", "error::SyntaxWarning", "-c", smoke],
                          cwd=str(ROOT), env={"PYTHONPATH": str(ROOT / "py")},
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]

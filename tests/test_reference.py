@@ -77,9 +77,32 @@ def test_broadcast_key_gradients_are_summed_over_heads():
     assert_close(dv[0], sum(g[2] for g in per_head))
 
 
+def _plain_attention(q, k, v, dtype):
+    """softmax(q kᵀ / sqrt(d)) v with every operation in ``dtype``."""
+    q, k, v = (np.asarray(x, dtype=dtype) for x in (q, k, v))
+    s = (q @ k.T) * dtype(1.0 / np.sqrt(q.shape[-1]))
+    m = s.max(axis=-1, keepdims=True)
+    p = np.exp(s - m)
+    l = p.sum(axis=-1, keepdims=True)
+    return (p / l) @ v, (m + np.log(l))[:, 0]
+
+
 def test_float32_is_computed_in_float32_and_float64_in_float64():
+    """Not only the dtype: float32 inputs give what float32 arithmetic gives (a few ulps from a
+    float32 computation, and visibly not the float64 result rounded to float32), and float64
+    inputs what float64 arithmetic gives."""
     rng = np.random.default_rng(4)
-    for dtype in (np.float32, np.float64):
-        q = rng.standard_normal((3, 2)).astype(dtype)
-        o, lse = reference.forward(q, q, q)
-        assert o.dtype == dtype and lse.dtype == dtype
+    q, k, v = (rng.standard_normal((48, 24)) * 2 for _ in range(3))
+    o64, lse64 = _plain_attention(q, k, v, np.float64)
+    o32, lse32 = _plain_attention(q, k, v, np.float32)
+
+    o, lse = reference.forward(*(x.astype(np.float32) for x in (q, k, v)))
+    assert o.dtype == np.float32 and lse.dtype == np.float32
+    assert np.abs(o - o32).max() <= 8 * np.finfo(np.float32).eps * np.abs(o32).max()
+    assert np.abs(lse - lse32).max() <= 8 * np.finfo(np.float32).eps * np.abs(lse32).max()
+    assert (o != o64.astype(np.float32)).any()      # not computed in float64, then rounded
+
+    o, lse = reference.forward(q, k, v)
+    assert o.dtype == np.float64 and lse.dtype == np.float64
+    assert np.abs(o - o64).max() <= 1e-13 and np.abs(lse - lse64).max() <= 1e-13
+    assert np.abs(o - o32).max() > 1e-9             # not computed in float32

@@ -10,9 +10,17 @@
  * starts a fresh one, and rejects with a "time limit" error. Errors are Error objects whose
  * message is the Python exception's last line; `error.traceback` keeps the full text.
  * Every progress event also sets <html data-runtime="<stage>"> (tests wait on "ready").
+ *
+ * Isolation: calls that run learner code (LEARNER_CALLS) come back with `restored`, what the
+ * Python side had to undo after the learner's code (nlpcore.lab.framework.isolated). When it is
+ * not empty the submission reached into the interpreter, and the worker is replaced by a fresh
+ * one after the answer is delivered, so nothing it did can reach a later grade or page action.
+ * Honest code restores nothing and keeps the warm worker. <html data-runtime-starts> counts
+ * the workers started.
  */
 
 const DEFAULT_TIMEOUT_MS = 120000;
+const LEARNER_CALLS = new Set(["exercises.grade", "exercises.scratch", "exercises.verify", "exercises.kill_matrix"]);
 
 class Runtime {
   constructor(workerUrl) {
@@ -26,10 +34,13 @@ class Runtime {
 
   start() {
     this.worker = new Worker(this.workerUrl);
+    this.starts = (this.starts || 0) + 1;
+    if (typeof document !== "undefined") document.documentElement.dataset.runtimeStarts = String(this.starts);
     this.info = null;
     let settle;
     this.ready = new Promise((resolve, reject) => { settle = {resolve, reject}; });
     this.ready.catch(() => {});  // callers see the rejection through their own awaits
+    if (this.starts > 1) this.emit({stage: "runtime", message: "starting a fresh Python worker"});
     const worker = this.worker;
     worker.onmessage = (event) => this.receive(event.data, settle);
     worker.onerror = (event) => {
@@ -81,7 +92,7 @@ class Runtime {
     await this.ready;
     const worker = this.worker;
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
+    const result = new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new Error(`${name} exceeded its time limit of ${(timeoutMs / 1000).toFixed(1)} s; ` +
@@ -91,6 +102,12 @@ class Runtime {
       this.pending.set(id, {resolve, reject, timer});
       worker.postMessage({id, name, payload});
     });
+    if (!LEARNER_CALLS.has(name)) return result;
+    const out = await result;
+    if (out && Array.isArray(out.restored) && out.restored.length && this.worker === worker) {
+      this.restart(`the submission changed the Python interpreter (${out.restored.slice(0, 3).join(", ")})`);
+    }
+    return out;
   }
 
   rejectAll(reason) {

@@ -64,7 +64,7 @@ def test_print_stderr_and_traceback_show_beside_the_checks_per_run(page, site_ur
     stdout = page.inner_text("[data-testid=run-output] [data-testid=stdout]")
     assert "second run" in stdout and "first run" not in stdout  # per run, not appended
     trace = page.inner_text("[data-testid=run-output] [data-testid=traceback]")
-    assert "IndexError" in trace and "line 2" in trace and "[1, 2][5]" in trace
+    assert "IndexError" in trace and '"<your code>", line 2' in trace
     assert page.inner_text("[data-testid=run-stamp]").startswith("Run 2")
 
 

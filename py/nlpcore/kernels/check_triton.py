@@ -10,6 +10,12 @@ and ``backward(q, k, v, o, lse, do, causal=False, scale=None) -> (dq, dk, dv)`` 
 Without a CUDA GPU (or with ``--device cpu``) the kernels run under Triton's CPU interpreter
 (``TRITON_INTERPRET=1``, set here before triton is imported): slow, so the sizes are small.
 
+What the grader holds a module to, besides the numbers: it must define at least one Triton
+kernel (``@triton.jit``), each call of ``forward``/``backward``/``attention`` must launch one
+(launches are counted on Triton's own launch path, compiled and interpreted), it may not call
+this grader's ``reference`` or ``plain`` (they refuse while the module runs), and its outputs
+must have the right dtypes: o, dq, dk, dv in the inputs' dtype, lse in float32.
+
 What "correct" means (the bar of the flash-attention test suite):
 - float32: max |kernel - ref| <= atol + rtol · max |ref|, ref computed in float64.
 - float16/bfloat16: max |kernel - ref| <= 2 · max |plain - ref| + extra, where ``plain`` is
@@ -84,6 +90,114 @@ def plain(q, k, v, do=None, causal=False, scale=None, keep=None, dropout_p=0.0):
     return o.detach(), (q.grad, k.grad, v.grad)
 
 
+class _Watch:
+    """While a module under test runs: counts Triton kernel launches (``run`` of JITFunction and
+    of the interpreter's InterpretedFunction, through which every ``kernel[grid](...)`` goes,
+    autotuned or not) and refuses calls to :func:`reference` and :func:`plain`."""
+
+    def __init__(self):
+        self.launches = 0
+        self.refused = []
+        self.active = False
+        self._patched = []
+
+    def __enter__(self):
+        self.launches, self.refused, self.active = 0, [], True
+        for cls in _launch_classes():
+            original = cls.__dict__["run"]
+            self._patched.append((cls, original))
+            cls.run = self._counting(original)
+        return self
+
+    def __exit__(self, *exc):
+        self.active = False
+        while self._patched:
+            cls, original = self._patched.pop()
+            cls.run = original
+        return False
+
+    def _counting(self, original):
+        watch = self
+
+        def run(kernel, *args, **kwargs):
+            if not kwargs.get("warmup", False):
+                watch.launches += 1
+            return original(kernel, *args, **kwargs)
+        return run
+
+
+_WATCH = _Watch()
+
+
+def _launch_classes():
+    """Triton's classes whose ``run`` launches a kernel (compiled, and the CPU interpreter's)."""
+    classes = []
+    try:
+        from triton.runtime.jit import JITFunction
+        classes.append(JITFunction)
+    except ImportError:
+        pass
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        classes.append(InterpretedFunction)
+    except ImportError:
+        pass
+    return classes
+
+
+def _kernels_in(module):
+    """Names of the Triton kernels a module defines (jit, interpreted or autotuned)."""
+    found = []
+    kinds = tuple(_launch_classes())
+    try:
+        from triton.runtime.autotuner import Autotuner, Heuristics
+        kinds += (Autotuner, Heuristics)
+    except ImportError:
+        pass
+    for name, value in vars(module).items():
+        if kinds and isinstance(value, kinds):
+            found.append(name)
+    return found
+
+
+def _refuse_while_watched(fn):
+    def guarded(*args, **kwargs):
+        if _WATCH.active:
+            _WATCH.refused.append(fn.__name__)
+            raise RuntimeError(f"check_triton.{fn.__name__} is the grader's oracle: a module under "
+                               "test must compute attention with its own Triton kernel")
+        return fn(*args, **kwargs)
+    guarded.__name__, guarded.__doc__ = fn.__name__, fn.__doc__
+    return guarded
+
+
+def _call(what, fn, *args, **kwargs):
+    """Run one call of the module under test; (output, None) or (None, Result explaining why not)."""
+    with _WATCH as watch:
+        try:
+            out = fn(*args, **kwargs)
+        except Exception as exc:  # the learner's code: report, never crash the grader
+            if watch.refused:
+                return None, Result(what, "fail", str(exc))
+            return None, Result(what, "error", f"{type(exc).__name__}: {exc}")
+    if watch.refused:
+        return None, Result(what, "fail", f"called check_triton.{watch.refused[0]}: the grader's "
+                            "oracle, not a Triton kernel")
+    if watch.launches == 0:
+        return None, Result(what, "fail", "no Triton kernel was launched: the outputs must come "
+                            "from your @triton.jit kernel (kernel[grid](...))")
+    return out, None
+
+
+def _dtype_result(name, got, want):
+    """None when ``got`` (a tensor) has dtype ``want``, else a failing Result."""
+    dtype = getattr(got, "dtype", None)
+    if dtype == want:
+        return None
+    return Result(name, "fail", f"dtype {str(dtype).replace('torch.', '')}, expected "
+                                f"{str(want).replace('torch.', '')}")
+
+
 class Verdict(NamedTuple):
     ok: bool
     err: float  # max |got - ref|
@@ -118,6 +232,10 @@ def flash_bound(plain_out, ref):
     plain_err = float((plain_out.to(torch.float64) - ref).abs().max())
     floor = torch.finfo(plain_out.dtype).eps / 64
     return tolerances.low_precision_bound(plain_err, 2 * rounding + floor)
+
+
+reference = _refuse_while_watched(reference)
+plain = _refuse_while_watched(plain)
 
 
 class Case(NamedTuple):
@@ -190,23 +308,28 @@ def check_case(module, case, device, seed=0):
     results = []
     ref_o, ref_lse, ref_grads = reference(q, k, v, do if case.grad else None, causal=case.causal)
     plain_o, plain_grads = plain(q, k, v, do if (case.grad and low) else None, causal=case.causal) if low else (None, None)
-    try:
-        o, lse = module.forward(q, k, v, causal=case.causal)
-    except Exception as exc:  # the learner's code: report, never crash the grader
-        return [Result(f"forward · {label}", "error", f"{type(exc).__name__}: {exc}")]
+    out, failure = _call(f"forward · {label}", module.forward, q, k, v, causal=case.causal)
+    if failure:
+        return [failure]
+    o, lse = out
+    dtypes = [_dtype_result(f"forward o · {label}", o, case.dtype),
+              _dtype_result(f"forward lse · {label}", lse, torch.float32)]
+    if any(dtypes):
+        return [r for r in dtypes if r]
     o_bound = flash_bound(plain_o, ref_o) if low else fp32_bound(ref_o, "o")
     results.append(_verdict(f"forward o · {label}", o, ref_o, o_bound))
     results.append(_verdict(f"forward lse · {label}", lse, ref_lse, fp32_bound(ref_lse, "lse") * (10 if low else 1)))
     if not case.grad:
         return results
-    try:
-        grads = module.backward(q, k, v, o, lse, do, causal=case.causal)
-    except Exception as exc:
-        return results + [Result(f"backward · {label}", "error", f"{type(exc).__name__}: {exc}")]
+    grads, failure = _call(f"backward · {label}", module.backward, q, k, v, o, lse, do,
+                           causal=case.causal)
+    if failure:
+        return results + [failure]
     bounds = []
     for name, got, ref, pl in zip(("dq", "dk", "dv"), grads, ref_grads, plain_grads or (None,) * 3):
         bounds.append(flash_bound(pl, ref) if low else fp32_bound(ref, "grad"))
-        results.append(_verdict(f"backward {name} · {label}", got, ref, bounds[-1]))
+        wrong = _dtype_result(f"backward {name} · {label}", got, case.dtype)
+        results.append(wrong or _verdict(f"backward {name} · {label}", got, ref, bounds[-1]))
     if hasattr(module, "attention"):
         results.append(_check_autograd(module, case, q, k, v, do, ref_grads, bounds, label))
     return results
@@ -215,11 +338,10 @@ def check_case(module, case, device, seed=0):
 def _check_autograd(module, case, q, k, v, do, ref_grads, bounds, label):
     """attention(...).backward(do) must fill q.grad, k.grad, v.grad within backward's bounds."""
     name = f"autograd attention() · {label}"
-    try:
-        leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
-        module.attention(*leaves, causal=case.causal).backward(do)
-    except Exception as exc:
-        return Result(name, "error", f"{type(exc).__name__}: {exc}")
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    _, failure = _call(name, lambda: module.attention(*leaves, causal=case.causal).backward(do))
+    if failure:
+        return failure
     details = []
     for grad_name, leaf, ref, bound in zip(("dq", "dk", "dv"), leaves, ref_grads, bounds):
         if leaf.grad is None:
@@ -250,6 +372,9 @@ def load_module(path):
     for fn in ("forward", "backward"):
         if not callable(getattr(module, fn, None)):
             raise AttributeError(f"{path} must define {fn}(...)")
+    if not _kernels_in(module):
+        raise TypeError(f"{path} defines no Triton kernel: write the attention as a "
+                        "@triton.jit function and launch it from forward and backward")
     return module
 
 

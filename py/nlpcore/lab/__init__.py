@@ -21,7 +21,7 @@ import importlib
 from typing import Dict, List
 
 from .exercises import discover as _discover
-from .framework import Exercise, grade as _grade, verify_js as _verify_js
+from .framework import Exercise, grade as _grade, library_changed, verify_js as _verify_js
 
 _cache: Dict[str, Exercise] = {}
 
@@ -41,6 +41,7 @@ def exercise(ex_id: str) -> Exercise:
     if ex.id != ex_id:
         raise RuntimeError("module %s builds exercise %r, not %r" % (modules[ex_id], ex.id, ex_id))
     _cache[ex_id] = ex
+    library_changed()           # grading's snapshot must include the new exercise's objects
     return ex
 
 

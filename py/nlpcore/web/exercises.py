@@ -2,44 +2,47 @@
 
     exercises.catalog()                                  -> ids, titles, steps (summary)
     exercises.grade(exercise, step, code)                -> {checks, passed, record, report, elapsed_ms,
-                                                            stdout, stderr, traceback}
+                                                            stdout, stderr, traceback, restored}
     exercises.scratch(exercise, step, definitions, code) -> {stdout, stderr, traceback, value,
-                                                            elapsed_ms}: runs code against the
-                                                            learner's definitions, ungraded
+                                                            restored, elapsed_ms}: runs code
+                                                            against the learner's definitions,
+                                                            ungraded
     exercises.verify(exercise, step, check, code, job, outputs)
                                                          -> one check's verdict after the page ran
                                                             its job (JS-run checks, e.g. WebGPU)
     exercises.kill_matrix(code=None)                     -> the break-it kill matrix of a suite
-                                                            (the weak suite when code is None)
+                                                            (the weak suite when code is None),
+                                                            with ``restored`` as grade's
     exercises.lab_check(step, answer, observed=None)     -> a guided-lab answer's verdict
     exercises.lab_timing_spec(n, kernel)                 -> the dispatch spec the lab times on
                                                             the learner's GPU (tiled or naive)
 
 Learner code arrives as a plain string and runs with ``exec`` in a fresh namespace (see
-:func:`nlpcore.lab.framework.load_learner`); the page enforces the time limit by terminating
-the worker (js/runtime.js). Must run in Pyodide 0.17 (Python 3.8, NumPy 1.17).
+:func:`nlpcore.lab.framework.load_learner`); whatever it changes in the interpreter is undone
+after each call (:func:`nlpcore.lab.framework.isolated`) and listed in ``restored``; when that
+list is not empty the page replaces its worker (js/runtime.js, which also enforces the time
+limit). A grade carries the learner's ``stdout``, ``stderr`` and ``traceback``. Must run in
+Pyodide 0.17 (Python 3.8, NumPy 1.17).
 """
 from __future__ import annotations
 
 import ast
-import contextlib
-import io
 import linecache
 import time
 import traceback as _traceback
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import guided
+from ..lab import framework, guided
 from ..lab.exercises import module as _exercise_module
 
 mutants = _exercise_module("break-it", "mutants")  # the break-it exercise's kernels and suites
 
 __all__ = ["catalog", "grade", "scratch", "verify", "kill_matrix", "lab_check", "lab_timing_spec"]
 
-OUTPUT_LIMIT = 20000   # characters of stdout/stderr kept per run (the end is cut, and says so)
-LEARNER_FILE = "<your code>"
+LEARNER_FILE = "<your code>"  # the file name framework.load_learner compiles the learner's code as
 SCRATCH_FILE = "<scratch>"
+
 TIMING_MAX_N = 8192  # the largest sequence length the lab's timing panel dispatches
 TIMING_KERNELS = ("tiled", "naive")
 
@@ -56,10 +59,9 @@ def catalog() -> list:
              "steps": [s.id for s in ex.steps]} for ex in lab.exercises()]
 
 
-def _clip(text: str) -> str:
-    if len(text) <= OUTPUT_LIMIT:
-        return text
-    return text[:OUTPUT_LIMIT] + "\n… (%d more characters not shown)" % (len(text) - OUTPUT_LIMIT)
+def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
+    """Grade ``code`` for one step of one exercise; see nlpcore.lab.framework.grade."""
+    return lab.grade(_str(exercise, "exercise"), _str(step, "step"), _str(code, "code"))
 
 
 def _remember(filename: str, source: str) -> None:
@@ -67,11 +69,11 @@ def _remember(filename: str, source: str) -> None:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
 
 
-def _learner_traceback(err: BaseException, files=(LEARNER_FILE,)) -> str:
-    """The traceback of ``err`` from the first frame in the learner's own code on (frames of
-    the grader and of this module are left out: they are not the learner's to read)."""
+def _scratch_traceback(err: BaseException) -> str:
+    """The traceback of ``err`` from the first frame in the scratch cell or the learner's code on
+    (the frames of this module are left out)."""
     frames = _traceback.extract_tb(err.__traceback__)
-    first = next((i for i, f in enumerate(frames) if f.filename in files), None)
+    first = next((i for i, f in enumerate(frames) if f.filename in (LEARNER_FILE, SCRATCH_FILE)), None)
     kept = frames[first:] if first is not None else []
     lines = ["Traceback (most recent call last):\n"] if kept else []
     lines += _traceback.format_list(kept)
@@ -79,58 +81,24 @@ def _learner_traceback(err: BaseException, files=(LEARNER_FILE,)) -> str:
     return "".join(lines)
 
 
-def _load_traceback(code: str) -> str:
-    """When the learner's code failed to load, the traceback of that failure: the code is
-    compiled and run once more in a fresh namespace, its output discarded."""
-    _remember(LEARNER_FILE, code)
-    try:
-        compiled = compile(code, LEARNER_FILE, "exec")
-    except SyntaxError as err:
-        return "".join(_traceback.format_exception_only(type(err), err))
-    sink = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            exec(compiled, {"__name__": "learner", "__builtins__": __builtins__})
-    except Exception as err:  # learner code may raise anything
-        return _learner_traceback(err)
-    return ""
-
-
-def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
-    """Grade ``code`` for one step of one exercise; see nlpcore.lab.framework.grade. What the
-    learner's code printed while it was graded comes back as ``stdout``/``stderr``, and a
-    failure to load it as ``traceback`` (from the learner's first frame on)."""
-    exercise, step, code = _str(exercise, "exercise"), _str(step, "step"), _str(code, "code")
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        result = lab.grade(exercise, step, code)
-    result.setdefault("stdout", _clip(out.getvalue()))
-    result.setdefault("stderr", _clip(err.getvalue()))
-    if "traceback" not in result:
-        failed_to_load = (lab.exercise(exercise).step(step).language == "python"
-                          and any(c["status"] == "error" for c in result["checks"]))
-        result["traceback"] = _load_traceback(code) if failed_to_load else ""
-    return result
-
-
 def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, Any]:
     """Run ``code`` against the learner's current ``definitions`` (the editor's text), without
-    grading: the definitions are run first in a fresh namespace, then ``code`` in the same
-    namespace. A last line that is an expression is shown like at a Python prompt (``value``:
-    its repr). Returns {stdout, stderr, traceback, value, elapsed_ms}."""
+    grading: the definitions run first in a fresh namespace, then ``code`` in the same namespace,
+    isolated as a grade is (:func:`nlpcore.lab.framework.isolated`, no kernel refused: the cell is
+    for exploring). A last line that is an expression is shown like at a Python prompt
+    (``value``: its repr). Returns {stdout, stderr, traceback, value, restored, elapsed_ms}."""
     exercise, step = _str(exercise, "exercise"), _str(step, "step")
     definitions, code = _str(definitions, "definitions"), _str(code, "code")
-    if lab.exercise(exercise).step(step).language != "python":
+    language = lab.exercise(exercise).step(step).language
+    if language != "python":
         raise ValueError("step: the scratch cell runs Python; step %r of %r is %s"
-                         % (step, exercise, lab.exercise(exercise).step(step).language))
-    out, err = io.StringIO(), io.StringIO()
-    ns = {"__name__": "learner", "__builtins__": __builtins__}
-    value = None
-    trace = ""
+                         % (step, exercise, language))
     _remember(LEARNER_FILE, definitions)
     _remember(SCRATCH_FILE, code)
+    value, error = None, None
     start = time.perf_counter()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with framework.isolated() as session:
+        ns = {"__name__": "learner", "__builtins__": __builtins__}
         try:
             exec(compile(definitions, LEARNER_FILE, "exec"), ns)
             tree = ast.parse(code, SCRATCH_FILE, "exec")
@@ -142,12 +110,14 @@ def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, 
                 shown = eval(compile(last, SCRATCH_FILE, "eval"), ns)
                 if shown is not None:
                     value = repr(shown)
-        except SyntaxError as error:
-            trace = "".join(_traceback.format_exception_only(type(error), error))
-        except Exception as error:  # learner code may raise anything
-            trace = _learner_traceback(error, (LEARNER_FILE, SCRATCH_FILE))
-    return {"stdout": _clip(out.getvalue()), "stderr": _clip(err.getvalue()),
-            "traceback": trace, "value": None if value is None else _clip(value),
+        except Exception as err:  # learner code may raise anything
+            error = err
+        ns = None
+    output = session.output()  # formatted after the interpreter is restored
+    return {"stdout": output["stdout"], "stderr": output["stderr"],
+            "traceback": "" if error is None else _scratch_traceback(error),
+            "value": None if value is None else value[:framework.OUTPUT_LIMIT],
+            "restored": session.restored,
             "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1)}
 
 
@@ -165,9 +135,17 @@ def kill_matrix(code: Optional[str] = None) -> Dict[str, Any]:
     """The break-it kill matrix (clean kernel and five mutants × tests) of the weak suite, or of
     the suite in ``code``, as {columns, rows, killers}."""
     source = mutants.WEAK_SUITE_SOURCE if code is None else _str(code, "code")
-    matrix = mutants.kill_matrix(mutants.load_suite(source))
+    with framework.isolated() as session:
+        try:
+            suite = mutants.load_suite(source)
+        except BaseException as err:  # the learner's suite may raise anything while loading
+            raise ValueError("code: the test suite raised %s while loading: %s"
+                             % (type(err).__name__, err))
+        matrix = mutants.kill_matrix(suite)
+        matrix = {kid: {str(t): str(r) for t, r in row.items()} for kid, row in matrix.items()}
     table = mutants.matrix_table(matrix)
     table["killers"] = mutants.killers(matrix)
+    table["restored"] = session.restored
     return table
 
 

@@ -9,43 +9,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from nlpcore.kernels import reference
-from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, assert_close, call_learner,
-                        flash_bar, rng, shapes_of)
+from nlpcore.kernels import flash_np, reference
+from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
+                                  assert_close, assert_tiled, call_learner, expect_array,
+                                  flash_bar, peak_memory, plain_tuple, rng, shapes_of)
 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
 
 def _call_forward(ns, q, k, v, context="", **kw):
+    """Phase 1: the learner's forward on copies, as plain arrays (o, lse)."""
     shapes = shapes_of(q=q, k=k, v=v)
     if kw.get("mask") is not None:
         shapes["mask"] = list(np.shape(kw["mask"]))
     out = call_learner(ns["forward"], q.copy(), k.copy(), v.copy(), shapes=shapes,
                        context=context, **kw)
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise CheckFailed("forward must return (o, lse)", expected="(o, lse)",
-                          got=type(out).__name__)
-    return out
-
-
-def _forward_case(label, n_q, n_k, d, dv, mask=None, causal=False, block_q=16, block_k=16,
-                  seed=0):
-    def run(ns):
-        r = rng(seed)
-        q, k, v = r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv)
-        m = None if mask is None else mask(n_q, n_k)
-        want_o, want_lse = reference.forward(q, k, v, causal=causal, mask=m)
-        ctx = "%s, blocks %d×%d" % (label, block_q, block_k)
-        o, lse = _call_forward(ns, q, k, v, context=ctx, mask=m, causal=causal,
-                               block_q=block_q, block_k=block_k)
-        shapes = shapes_of(q=q, k=k, v=v)
-        if m is not None:
-            shapes["mask"] = list(m.shape)
-        err = assert_close("o", o, want_o, shapes=shapes, dtype="float64", context=ctx)
-        err = max(err, assert_close("lse", lse, want_lse, shapes=shapes, dtype="float64",
-                                    context=ctx))
-        return "%s: max |Δ| = %.2g (float64)" % (label, err)
-    return run
+    return plain_tuple(out, ("o", "lse"), "forward")
 
 
 def _padding(n_q, n_k):
@@ -61,41 +40,140 @@ def _empty_rows(n_q, n_k):
     return m
 
 
-def _check_float16(ns):
+class _Case:
+    """One forward/backward case: sizes, mask, causal, blocks; builds the same inputs in both
+    phases from its seed."""
+
+    def __init__(self, label, n_q, n_k, d, dv, mask=None, causal=False, block_q=16,
+                 block_k=16, seed=0, scale=1.0):
+        self.label, self.n_q, self.n_k, self.d, self.dv = label, n_q, n_k, d, dv
+        self.mask_fn, self.causal, self.block_q, self.block_k = mask, causal, block_q, block_k
+        self.seed, self.scale = seed, scale
+        self.context = "%s, blocks %d×%d" % (label, block_q, block_k)
+
+    def inputs(self):
+        r = rng(self.seed)
+        q, k = r.randn(self.n_q, self.d) * self.scale, r.randn(self.n_k, self.d)
+        v, do = r.randn(self.n_k, self.dv), r.randn(self.n_q, self.dv)
+        mask = None if self.mask_fn is None else self.mask_fn(self.n_q, self.n_k)
+        return q, k, v, do, mask
+
+    def shapes(self):
+        q, k, v, do, mask = self.inputs()
+        shapes = shapes_of(q=q, k=k, v=v)
+        if mask is not None:
+            shapes["mask"] = list(mask.shape)
+        return shapes
+
+    def kwargs(self, mask):
+        return dict(mask=mask, causal=self.causal, block_q=self.block_q, block_k=self.block_k)
+
+
+def _forward_check(case):
+    def collect(ns):
+        q, k, v, _, mask = case.inputs()
+        return _call_forward(ns, q, k, v, context=case.context, **case.kwargs(mask))
+
+    def judge(got):
+        q, k, v, _, mask = case.inputs()
+        want_o, want_lse = reference.forward(q, k, v, causal=case.causal, mask=mask)
+        shapes = case.shapes()
+        err = assert_close("o", got[0], want_o, shapes=shapes, dtype="float64",
+                           context=case.context)
+        err = max(err, assert_close("lse", got[1], want_lse, shapes=shapes, dtype="float64",
+                                    context=case.context))
+        return "%s: max |Δ| = %.2g (float64)" % (case.label, err)
+    return dict(collect=collect, judge=judge)
+
+
+def _half_inputs():
     r = rng(7)
     n_q, n_k, d = 48, 64, 32
     q, k, v = (r.randn(n, d).astype(np.float16) for n in (n_q, n_k, n_k))
-    q = (q * 2).astype(np.float16)             # sharper softmax, larger scores
-    shapes = shapes_of(q=q, k=k, v=v)
+    return (q * 2).astype(np.float16), k, v      # q doubled: sharper softmax, larger scores
+
+
+def _collect_float16(ns):
+    q, k, v = _half_inputs()
     o, lse = _call_forward(ns, q, k, v, context="float16 inputs, blocks 16×16", block_q=16,
                            block_k=16)
-    o_arr, lse_arr = np.asarray(o), np.asarray(lse)
-    if o_arr.dtype != np.float16:
-        raise CheckFailed("o must have q's dtype", expected="o.dtype = float16",
-                          got="o.dtype = %s" % o_arr.dtype, shapes=shapes)
-    if lse_arr.dtype.kind != "f" or lse_arr.dtype.itemsize < 4:
-        raise CheckFailed("lse must be kept in the accumulation dtype (at least float32)",
-                          expected="lse.dtype = float32", got="lse.dtype = %s" % lse_arr.dtype,
-                          shapes=shapes)
-    want_o, want_lse = reference.forward(q.astype(np.float64), k.astype(np.float64),
-                                         v.astype(np.float64))
-    naive_o, naive_lse = _naive_half(q, k, v)
-    err_o = flash_bar("o", o_arr, want_o, naive_o, shapes=shapes, context="float16 inputs")
-    err_l = flash_bar("lse", lse_arr, want_lse, naive_lse, shapes=shapes,
-                      context="float16 inputs")
-    return ("o float16, lse %s; max |Δ| vs float64: o %.2g, lse %.2g (bar: 2× plain float16 "
-            "attention + 1e-3)" % (lse_arr.dtype, err_o, err_l))
-
-
-def _naive_half(q, k, v):
-    """Plain attention computed entirely in float16 (the low-precision baseline)."""
-    s = (q @ k.T) * np.float16(1.0 / np.sqrt(q.shape[-1]))     # float16 (Nq, Nk)
-    m = s.max(axis=1, keepdims=True)
-    p = np.exp(s - m)
-    l = p.sum(axis=1, keepdims=True, dtype=np.float16)
-    o = (p / l) @ v
-    lse = (m + np.log(l))[:, 0]
     return o, lse
+
+
+def _judge_float16(collected):
+    """float16 inputs must accumulate in float32: o (rounded to float16) and lse may be at most
+    twice as far from the float64 reference as plain attention accumulated in float32 (plus a
+    rounding allowance). Accumulating in float16 is several times worse and fails."""
+    o, lse = collected
+    q, k, v = _half_inputs()
+    shapes = shapes_of(q=q, k=k, v=v)
+    for name, arr in (("o", o), ("lse", lse)):
+        expect_array(name, arr, (q.shape[0],) + ((v.shape[1],) if name == "o" else ()), shapes)
+    if o.dtype != np.float16:
+        raise CheckFailed("o must have q's dtype", expected="o.dtype = float16",
+                          got="o.dtype = %s" % o.dtype, shapes=shapes)
+    if lse.dtype.kind != "f" or lse.dtype.itemsize < 4:
+        raise CheckFailed("lse must be kept in the accumulation dtype (at least float32)",
+                          expected="lse.dtype = float32", got="lse.dtype = %s" % lse.dtype,
+                          shapes=shapes)
+    want_o, want_lse = reference.forward(*(x.astype(np.float64) for x in (q, k, v)))
+    base_o, base_lse = _float32_accumulated(q, k, v)
+    lse_extra = FLOAT16_LSE_ULPS * float(np.finfo(np.float32).eps) * float(np.abs(want_lse).max())
+    err_o = flash_bar("o", o, want_o, base_o, shapes=shapes, extra=FLOAT16_O_EXTRA,
+                      context="float16 inputs, vs float32-accumulated attention")
+    err_l = flash_bar("lse", lse, want_lse, base_lse, shapes=shapes, extra=lse_extra,
+                      context="float16 inputs, vs float32-accumulated attention")
+    return ("o float16, lse %s; max |Δ| vs float64: o %.2g, lse %.2g (bar: 2× attention "
+            "accumulated in float32, o rounded to float16)" % (lse.dtype, err_o, err_l))
+
+
+FLOAT16_O_EXTRA = 1e-5      # o's bar: 2 × err(float32-accumulated, rounded to float16) + this
+FLOAT16_LSE_ULPS = 4        # lse's bar: 2 × err(float32-accumulated) + this many float32 ulps
+
+
+def _float32_accumulated(q, k, v):
+    """Plain attention of float16 inputs accumulated in float32, o rounded to float16: the
+    yardstick a float16 forward is held to (float16 accumulation is ~5× worse on o)."""
+    o, lse = reference.forward(*(x.astype(np.float32) for x in (q, k, v)))
+    return o.astype(np.float16), lse
+
+
+# The memory checks' size: a full Nq×Nk float64 score matrix is 4 MiB and one query tile
+# against every key 2 MiB, while tiles and copies of the inputs fit in 1.5 MiB (forward) and
+# 2.1 MiB (backward, which has more inputs and outputs) (framework.tiled_budget). Values are
+# spot-checked on the first SPOT_ROWS rows.
+TILED = ("Nq=128, Nk=4096, d=2", 128, 4096, 2, 64, 256)
+SPOT_ROWS = 16
+
+
+def _tiled_forward_check():
+    label, n_q, n_k, d, bq, bk = TILED
+
+    def inputs():
+        r = rng(98)
+        return r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, d)
+
+    def collect(ns):
+        q, k, v = inputs()
+        out, peak = peak_memory(_call_forward, ns, q, k, v, context=label, block_q=bq,
+                                block_k=bk)
+        return out, peak
+
+    def judge(collected):
+        (o, lse), peak = collected
+        q, k, v = inputs()
+        shapes = shapes_of(q=q, k=k, v=v)
+        expect_array("o", o, (n_q, d), shapes)
+        expect_array("lse", lse, (n_q,), shapes)
+        want_o, want_lse = reference.forward(q[:SPOT_ROWS], k, v)
+        context = label + ", rows 0..%d" % (SPOT_ROWS - 1)
+        assert_close("o", o[:SPOT_ROWS], want_o, shapes=shapes, dtype="float64", context=context)
+        assert_close("lse", lse[:SPOT_ROWS], want_lse, shapes=shapes, dtype="float64",
+                     context=context)
+        io_bytes = 8 * (n_q * d + 2 * n_k * d + n_q * d + n_q)
+        return assert_tiled(peak, n_q=n_q, n_k=n_k, io_bytes=io_bytes, block_q=bq, block_k=bk,
+                            context=label + ", blocks %d×%d" % (bq, bk), shapes=shapes)
+    return dict(collect=collect, judge=judge)
 
 
 # ------------------------------------------------------------------------------------------
@@ -103,71 +181,120 @@ def _naive_half(q, k, v):
 # ------------------------------------------------------------------------------------------
 
 def _call_backward(ns, q, k, v, o, lse, do, context="", **kw):
+    """Phase 1: the learner's backward on copies, as plain arrays (dq, dk, dv)."""
     shapes = shapes_of(q=q, k=k, v=v, do=do)
     if kw.get("mask") is not None:
         shapes["mask"] = list(np.shape(kw["mask"]))
     out = call_learner(ns["backward"], q.copy(), k.copy(), v.copy(), np.array(o), np.array(lse),
                        do.copy(), shapes=shapes, context=context, **kw)
-    if not isinstance(out, (tuple, list)) or len(out) != 3:
-        raise CheckFailed("backward must return (dq, dk, dv)", expected="(dq, dk, dv)",
-                          got=type(out).__name__)
-    return out
+    return plain_tuple(out, ("dq", "dk", "dv"), "backward")
 
 
-def _backward_case(label, n_q, n_k, d, dv, mask=None, causal=False, block_q=16, block_k=16,
-                   seed=0, zero_rows=False):
-    def run(ns):
-        r = rng(seed)
-        q, k, v, do = r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv), r.randn(n_q, dv)
-        m = None if mask is None else mask(n_q, n_k)
-        o, lse = reference.forward(q, k, v, causal=causal, mask=m)
-        want = reference.backward(q, k, v, o, lse, do, causal=causal, mask=m)
-        ctx = "%s, blocks %d×%d" % (label, block_q, block_k)
-        got = _call_backward(ns, q, k, v, o, lse, do, context=ctx, mask=m, causal=causal,
-                             block_q=block_q, block_k=block_k)
-        shapes = shapes_of(q=q, k=k, v=v, do=do)
-        if m is not None:
-            shapes["mask"] = list(m.shape)
+def _backward_check(case, zero_rows=False):
+    """The o and lse the learner's backward receives come from the library's tiled forward."""
+    def collect(ns):
+        q, k, v, do, mask = case.inputs()
+        o, lse = flash_np.forward(q, k, v, causal=case.causal, mask=mask)
+        return _call_backward(ns, q, k, v, o, lse, do, context=case.context,
+                              **case.kwargs(mask))
+
+    def judge(got):
+        q, k, v, do, mask = case.inputs()
+        o, lse = reference.forward(q, k, v, causal=case.causal, mask=mask)
+        want = reference.backward(q, k, v, o, lse, do, causal=case.causal, mask=mask)
+        shapes = case.shapes()
+        shapes["do"] = list(do.shape)
         err = 0.0
         for name, g, w in zip(("dq", "dk", "dv"), got, want):
-            err = max(err, assert_close(name, g, w, shapes=shapes, dtype="float64", context=ctx))
+            err = max(err, assert_close(name, g, w, shapes=shapes, dtype="float64",
+                                        context=case.context))
         if zero_rows:
             empty = ~np.isfinite(lse)
             dq = np.asarray(got[0])
             if np.abs(dq[empty]).max() != 0:
                 raise CheckFailed("rows with no allowed key must get dq = 0", shapes=shapes,
                                   expected="0", got="%.3g" % np.abs(dq[empty]).max())
-        return "%s: max |Δ| = %.2g against reference.backward (float64)" % (label, err)
-    return run
+        return "%s: max |Δ| = %.2g against reference.backward (float64)" % (case.label, err)
+    return dict(collect=collect, judge=judge)
 
 
-def _check_finite_differences(ns):
+FD_CASE = _Case("Nq=5, Nk=6, d=3, causal", 5, 6, 3, 2, causal=True, block_q=2, block_k=4,
+                seed=11)
+
+
+def _collect_finite_differences(ns):
+    q, k, v, w, _ = FD_CASE.inputs()
+    o, lse = flash_np.forward(q, k, v, causal=True)          # the backward's saved o and lse
+    return _call_backward(ns, q, k, v, o, lse, w, context=FD_CASE.context, causal=True,
+                          block_q=2, block_k=4)
+
+
+def _judge_finite_differences(got):
     """Gradients of loss = Σ o ∘ w against central differences of the naive forward."""
-    r = rng(11)
-    n_q, n_k, d, dv = 5, 6, 3, 2
-    q, k, v, w = r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv), r.randn(n_q, dv)
+    q, k, v, w, _ = FD_CASE.inputs()
     shapes = shapes_of(q=q, k=k, v=v)
-    o, lse = reference.forward(q, k, v, causal=True)
-    got = _call_backward(ns, q, k, v, o, lse, w, context="Nq=5, Nk=6, d=3, causal, blocks 2×4",
-                         causal=True, block_q=2, block_k=4)
     eps = 1e-6
     args = {"q": q, "k": k, "v": v}
     worst = 0.0
     for (name, x), g in zip(args.items(), got):
-        numeric = np.zeros_like(x)
-        for idx in np.ndindex(*x.shape):
-            plus, minus = dict(args), dict(args)
-            xp, xm = x.copy(), x.copy()
-            xp[idx] += eps
-            xm[idx] -= eps
-            plus[name], minus[name] = xp, xm
-            f_plus = (reference.forward(plus["q"], plus["k"], plus["v"], causal=True)[0] * w).sum()
-            f_minus = (reference.forward(minus["q"], minus["k"], minus["v"], causal=True)[0] * w).sum()
-            numeric[idx] = (f_plus - f_minus) / (2 * eps)
+        # every entry nudged at once along a leading batch axis: (x.size, *x.shape) inputs
+        nudge = np.eye(x.size).reshape((x.size,) + x.shape) * eps
+        batch = {n: np.broadcast_to(a, (x.size,) + a.shape) for n, a in args.items()}
+        losses = []
+        for sign in (1.0, -1.0):
+            moved = dict(batch, **{name: x + sign * nudge})
+            o = reference.forward(moved["q"], moved["k"], moved["v"], causal=True)[0]
+            losses.append((o * w).sum(axis=(1, 2)))             # (x.size,)
+        numeric = ((losses[0] - losses[1]) / (2 * eps)).reshape(x.shape)
         worst = max(worst, assert_close("d" + name, g, numeric, shapes=shapes, dtype="float64",
                                         atol=1e-6, rtol=1e-5,
                                         context="central differences, eps = 1e-6, causal"))
     return "matches central differences of the naive forward: max |Δ| = %.2g" % worst
+
+
+def _tiled_backward_check():
+    label, n_q, n_k, d, bq, bk = TILED
+
+    def inputs():
+        r = rng(97)
+        return r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, d), r.randn(n_q, d)
+
+    def collect(ns):
+        q, k, v, do = inputs()
+        o, lse = flash_np.forward(q, k, v, block_q=bq, block_k=bk)
+        return peak_memory(_call_backward, ns, q, k, v, o, lse, do, context=label,
+                           block_q=bq, block_k=bk)
+
+    def judge(collected):
+        grads, peak = collected
+        q, k, v, do = inputs()
+        shapes = shapes_of(q=q, k=k, v=v, do=do)
+        for name, g, n in zip(("dq", "dk", "dv"), grads, (n_q, n_k, n_k)):
+            expect_array(name, g, (n, d), shapes)
+        rows = slice(0, SPOT_ROWS)       # dq of a row needs only that row's q, o, lse, dO
+        o, lse = reference.forward(q[rows], k, v)
+        want_dq = reference.backward(q[rows], k, v, o, lse, do[rows])[0]
+        assert_close("dq", grads[0][rows], want_dq, shapes=shapes, dtype="float64",
+                     context=label + ", rows 0..%d" % (SPOT_ROWS - 1))
+        # inputs q, k, v, o, lse, do and outputs dq, dk, dv
+        io_bytes = 8 * (3 * n_q * d + n_q + 2 * n_k * d + n_q * d + 2 * n_k * d)
+        return assert_tiled(peak, n_q=n_q, n_k=n_k, io_bytes=io_bytes, block_q=bq, block_k=bk,
+                            context=label + ", blocks %d×%d" % (bq, bk), shapes=shapes)
+    return dict(collect=collect, judge=judge)
+
+
+_BACKWARD_CASES = {
+    "reference": (_Case("Nq=37, Nk=29, d=8, dv=6", 37, 29, 8, 6, block_q=16, block_k=8,
+                        seed=21), False),
+    "masks": (_Case("Nq=Nk=40, d=8, causal, last 11 keys padded", 40, 40, 8, 8,
+                    mask=_padding, causal=True, seed=22), False),
+    "causal-rect": (_Case("Nq=24 < Nk=40, d=8, causal (top-left)", 24, 40, 8, 8, causal=True,
+                          block_q=8, block_k=16, seed=24), False),
+    "empty-rows": (_Case("Nq=30, Nk=40, 3 empty rows", 30, 40, 8, 8, mask=_empty_rows,
+                         seed=23), True),
+    "large": (_Case("Nq=24, Nk=40, d=8, large logits (scores ~ ±1000)", 24, 40, 8, 8,
+                    block_q=8, block_k=8, seed=25, scale=400.0), False),
+}
 
 
 def build() -> Exercise:
@@ -184,18 +311,29 @@ def build() -> Exercise:
             "end; keep lse in float32.",
         ),
         required=("forward",),
+        refuse=LIBRARY_KERNELS,
         checks=(
             Check("plain", "happy path: N multiple of blocks",
-                  _forward_case("Nq=32, Nk=48, d=16", 32, 48, 16, 16, seed=1)),
+                  **_forward_check(_Case("Nq=32, Nk=48, d=16", 32, 48, 16, 16, seed=1))),
             Check("ragged", "ragged blocks",
-                  _forward_case("Nq=37, Nk=53, d=16, dv=8", 37, 53, 16, 8, seed=2)),
+                  **_forward_check(_Case("Nq=37, Nk=53, d=16, dv=8", 37, 53, 16, 8, seed=2))),
             Check("padding", "key-padding mask (1, Nk)",
-                  _forward_case("Nq=32, Nk=48, last 11 keys padded", 32, 48, 16, 16,
-                                mask=_padding, seed=3)),
+                  **_forward_check(_Case("Nq=32, Nk=48, last 11 keys padded", 32, 48, 16, 16,
+                                         mask=_padding, seed=3))),
             Check("empty-rows", "empty rows give o = 0, lse = -inf (no NaN)",
-                  _forward_case("Nq=32, Nk=48, random mask, 3 empty rows, 2 rows with an empty first tile, causal", 32, 48,
-                                8, 8, mask=_empty_rows, causal=True, seed=4)),
-            Check("float16", "float16 inputs: dtype and accuracy bar", _check_float16),
+                  **_forward_check(_Case("Nq=32, Nk=48, random mask, 3 empty rows, 2 rows "
+                                         "with an empty first tile, causal", 32, 48, 8, 8,
+                                         mask=_empty_rows, causal=True, seed=4))),
+            Check("causal-rect", "causal with Nq ≠ Nk (top-left aligned)",
+                  **_forward_check(_Case("Nq=45 > Nk=20, causal", 45, 20, 8, 8, causal=True,
+                                         block_q=16, block_k=8, seed=6))),
+            Check("large", "large logits (scores ~ ±1000) without overflow",
+                  **_forward_check(_Case("Nq=24, Nk=40, d=8, scores ~ ±1000", 24, 40, 8, 8,
+                                         block_q=8, block_k=8, seed=8, scale=400.0))),
+            Check("float16", "float16 inputs: dtype, and accuracy of float32 accumulation",
+                  collect=_collect_float16, judge=_judge_float16),
+            Check("tiled", "memory stays at tile size (no Nq×Nk array)",
+                  **_tiled_forward_check()),
         ))
     scratch = Step(
         id="scratch", kind="Scratch", title="The recomputing backward", minutes=45,
@@ -211,17 +349,19 @@ def build() -> Exercise:
             "dQ_i accumulates over j.",
         ),
         required=("backward",),
+        refuse=LIBRARY_KERNELS,
         checks=(
             Check("reference", "matches reference.backward on ragged sizes",
-                  _backward_case("Nq=37, Nk=29, d=8, dv=6", 37, 29, 8, 6, block_q=16,
-                                 block_k=8, seed=21)),
-            Check("masks", "causal + key padding",
-                  _backward_case("Nq=Nk=40, d=8, causal, last 11 keys padded", 40, 40, 8, 8,
-                                 mask=_padding, causal=True, seed=22)),
+                  **_backward_check(*_BACKWARD_CASES["reference"])),
+            Check("masks", "causal + key padding", **_backward_check(*_BACKWARD_CASES["masks"])),
+            Check("causal-rect", "causal with Nq < Nk (top-left aligned)",
+                  **_backward_check(*_BACKWARD_CASES["causal-rect"])),
             Check("empty-rows", "rows with no key: zero gradients, no NaN",
-                  _backward_case("Nq=30, Nk=40, 3 empty rows", 30, 40, 8, 8,
-                                 mask=_empty_rows, seed=23, zero_rows=True)),
-            Check("finite-diff", "matches finite differences", _check_finite_differences),
+                  **_backward_check(*_BACKWARD_CASES["empty-rows"])),
+            Check("large", "large logits", **_backward_check(*_BACKWARD_CASES["large"])),
+            Check("finite-diff", "matches finite differences",
+                  collect=_collect_finite_differences, judge=_judge_finite_differences),
+            Check("tiled", "memory stays at tile size (no Nq×Nk array)", **_tiled_backward_check()),
         ))
     return Exercise(
         id="backward", title="Backward pass: harden, then recompute",

@@ -24,12 +24,25 @@ def _weak_matrix():
     return mu.kill_matrix(mu.load_suite(mu.WEAK_SUITE_SOURCE))
 
 
-def _check_prediction_shape(ns):
+def _collect_prediction(ns):
+    """Phase 1: the prediction as plain data ({str: [str]}), or a description of what it is."""
     pred = ns["prediction"]
+    if not isinstance(pred, dict):
+        return type(pred).__name__
+    out = {}
+    for mid, tests in pred.items():
+        if not isinstance(tests, (list, tuple, set)):
+            out[str(mid)] = type(tests).__name__
+        else:
+            out[str(mid)] = [t if isinstance(t, str) else repr(t) for t in tests]
+    return out
+
+
+def _check_prediction_shape(pred):
     weak = list(mu.load_suite(mu.WEAK_SUITE_SOURCE))
     if not isinstance(pred, dict):
         raise CheckFailed("prediction must be a dict {mutant: [test names]}",
-                          expected="dict", got=type(pred).__name__)
+                          expected="dict", got=pred)
     missing = [m for m in mu.MUTANTS if m not in pred]
     unknown = [m for m in pred if m not in mu.MUTANTS]
     if missing or unknown:
@@ -37,18 +50,17 @@ def _check_prediction_shape(ns):
                           expected="keys %s" % ", ".join(mu.MUTANTS),
                           got="missing %s; unknown %s" % (missing or "none", unknown or "none"))
     for mid, tests in pred.items():
-        if not isinstance(tests, (list, tuple, set)):
-            raise CheckFailed("prediction[%r] must be a list of test names" % mid,
-                              got=type(tests).__name__)
+        if not isinstance(tests, list):
+            raise CheckFailed("prediction[%r] must be a list of test names" % mid, got=tests)
         bad = [t for t in tests if t not in weak]
         if bad:
             raise CheckFailed("prediction[%r] names tests that are not in the weak suite" % mid,
-                              expected="names among %s" % ", ".join(weak), got=", ".join(map(str, bad)))
+                              expected="names among %s" % ", ".join(weak), got=", ".join(bad))
     return "a prediction for each of the 5 mutants"
 
 
-def _check_prediction(ns):
-    pred = ns["prediction"]
+def _check_prediction(pred):
+    _check_prediction_shape(pred)
     matrix = _weak_matrix()
     live = mu.killers(matrix)
     table = mu.matrix_table(matrix)
@@ -78,9 +90,14 @@ def _learner_tests(ns):
     return tests
 
 
-def _check_clean(ns):
-    tests = _learner_tests(ns)
-    matrix = mu.kill_matrix(tests, mu.kernels())
+def _collect_matrix(ns):
+    """Phase 1: the learner's kill matrix over the clean kernel and every mutant, as plain
+    data ({kernel: {test: outcome string}})."""
+    matrix = mu.kill_matrix(_learner_tests(ns), mu.kernels())
+    return {kid: {str(t): str(r) for t, r in row.items()} for kid, row in matrix.items()}
+
+
+def _check_clean(matrix):
     failing = [(t, r) for t, r in matrix["clean"].items() if r != "pass"]
     if failing:
         raise CheckFailed("%d of your tests fail on the clean kernel: a test must accept "
@@ -88,14 +105,11 @@ def _check_clean(ns):
                           expected="every test passes on the clean kernel",
                           got="; ".join("%s: %s" % f for f in failing)[:400],
                           table=mu.matrix_table(matrix))
-    return "%d tests, all pass on the clean kernel" % len(tests)
+    return "%d tests, all pass on the clean kernel" % len(matrix["clean"])
 
 
 def _check_kills(mutant_id):
-    def run(ns):
-        tests = _learner_tests(ns)
-        kmap = mu.kernels()
-        matrix = mu.kill_matrix(tests, {"clean": kmap["clean"], mutant_id: kmap[mutant_id]})
+    def judge(matrix):
         clean_fail = [t for t, r in matrix["clean"].items() if r != "pass"]
         killers = [t for t, r in matrix[mutant_id].items()
                    if r != "pass" and t not in clean_fail]
@@ -104,13 +118,14 @@ def _check_kills(mutant_id):
             raise CheckFailed("no test (that passes on the clean kernel) kills %s (the bug: %s, "
                               "line %d)" % (mutant_id, what, line),
                               expected="at least one test fails on the mutant",
-                              got="all %d tests pass on it" % len(tests))
+                              got="all %d tests pass on it" % len(matrix["clean"]))
         return "killed by " + ", ".join(killers)
-    return run
+    return judge
 
 
 def report_break(ns) -> dict:
-    """The learner's full kill matrix, for the page to draw below the checks."""
+    """The learner's full kill matrix, for the page to draw below the checks (computed while
+    the learner's tests exist, like the checks' collect)."""
     return {"table": mu.matrix_table(mu.kill_matrix(mu.tests_in(ns)))}
 
 
@@ -136,8 +151,10 @@ def build() -> Exercise:
         ),
         required=("prediction",), record=("prediction",),
         checks=(
-            Check("complete", "a prediction per mutant", _check_prediction_shape),
-            Check("matrix", "prediction = live kill matrix", _check_prediction),
+            Check("complete", "a prediction per mutant", collect=_collect_prediction,
+                  judge=_check_prediction_shape),
+            Check("matrix", "prediction = live kill matrix", collect=_collect_prediction,
+                  judge=_check_prediction),
         ))
     break_it = Step(
         id="break", kind="Break it", title="Write tests that kill all five", minutes=30,
@@ -152,8 +169,10 @@ def build() -> Exercise:
             "first 8 entries are -inf kills unguarded-inf.",
         ),
         report=report_break,
-        checks=(Check("clean", "every test passes on the clean kernel", _check_clean),)
-        + tuple(Check("kills-" + mid, "kills " + mid, _check_kills(mid)) for mid in mu.MUTANTS),
+        checks=(Check("clean", "every test passes on the clean kernel",
+                      collect=_collect_matrix, judge=_check_clean),)
+        + tuple(Check("kills-" + mid, "kills " + mid, collect=_collect_matrix,
+                      judge=_check_kills(mid)) for mid in mu.MUTANTS),
     )
     return Exercise(
         id="break-it", title="Break it: mutants and a kill matrix",

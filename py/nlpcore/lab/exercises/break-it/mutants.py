@@ -6,7 +6,8 @@ Each mutant is a plausible bug a learner writes, and they differ in which tests 
 ============== ===================================================== ==========================
 mutant         the changed line                                      caught by
 ============== ===================================================== ==========================
-missing-rescale l is not multiplied by exp(m_old - m_new)            any multi-block input
+missing-rescale l is not multiplied by exp(m_old - m_new)            a row whose max grows
+                                                                      after its first block
 dropped-tail   the loop stops before a ragged last block              N not a multiple of block
 zero-init-max  the running max starts at 0 instead of -inf            rows far below 0
 global-max     the block max is taken over all rows, not per row      rows of different scales
@@ -144,6 +145,7 @@ def mutant_lines() -> List[dict]:
 
 
 def load_kernel(source: str) -> Callable:
+    """The ``softmax`` that ``source`` defines (the clean kernel or a mutant)."""
     ns = {"__name__": "kernel"}
     exec(compile(source, "<kernel>", "exec"), ns)
     return ns["softmax"]
@@ -170,13 +172,15 @@ def load_suite(source: str) -> "OrderedDict[str, Callable]":
 
 
 def outcome(test: Callable, kernel: Callable) -> str:
-    """'pass' or why the test failed ('AssertionError', 'ValueError: ...')."""
+    """'pass' or why the test failed ('AssertionError', 'ValueError: ...'). Anything a test
+    raises counts as failing, SystemExit and other BaseExceptions included (they never stop
+    the matrix)."""
     with np.errstate(all="ignore"):
         try:
             test(kernel)
         except AssertionError:
             return "AssertionError"
-        except Exception as err:  # any exception counts as the test failing (killing)
+        except BaseException as err:  # any exception counts as the test failing (killing)
             return "%s: %s" % (type(err).__name__, err)
     return "pass"
 

@@ -23,8 +23,9 @@ import numpy as np
 from nlpcore import hardware
 from nlpcore.kernels import reference
 from nlpcore.kernels.tiling import WEBGPU_DEFAULT_STORAGE
-from nlpcore.lab.framework import (Folder, CheckFailed, Check, Exercise, Step, assert_close, call_learner,
-                        expect_number, rng, shapes_of)
+from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
+                                  assert_close, call_learner, expect_array, expect_number,
+                                  plain_tuple, rng, shapes_of)
 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
@@ -44,49 +45,66 @@ KEY_RANGE_CASES = [(p, bm, bn, n, c) for (bm, bn, n) in ((16, 16, 50), (32, 16, 
                    for c in (False, True) for p in range(-(-n // bm))]
 
 
-def _check_key_range(ns):
-    for pid_m, bm, bn, n_k, causal in KEY_RANGE_CASES:
+def _ints(got):
+    """Phase 1: a learner's tuple of integers as a plain tuple, or its repr."""
+    if isinstance(got, (tuple, list)):
+        try:
+            return tuple(int(x) for x in got)
+        except BaseException:
+            pass
+    return repr(got)[:80]
+
+
+def _collect_key_range(ns):
+    return [_ints(call_learner(ns["key_range"], *case, context="key_range%s" % (case,)))
+            for case in KEY_RANGE_CASES]
+
+
+def _check_key_range(collected):
+    for (pid_m, bm, bn, n_k, causal), got in zip(KEY_RANGE_CASES, collected):
         want = expected_key_range(pid_m, bm, bn, n_k, causal)
-        got = ns["key_range"](pid_m, bm, bn, n_k, causal)
-        if not isinstance(got, (tuple, list)) or tuple(int(x) for x in got) != want:
+        if got != want:
             raise CheckFailed("key_range(pid_m=%d, BLOCK_M=%d, BLOCK_N=%d, n_k=%d, causal=%s)"
                               % (pid_m, bm, bn, n_k, causal),
-                              expected="(full_end, end) = %s" % (want,), got=repr(got)[:80])
+                              expected="(full_end, end) = %s" % (want,), got=str(got))
     return "%d programs: unmasked blocks and causal skipping as in the kernel" % len(KEY_RANGE_CASES)
 
 
 def _run_programs(ns, q, k, v, block_m, block_n, causal):
+    """Phase 1: every program's (o, lse) block, assembled into plain arrays."""
     n_q, d = q.shape
     qk_scale = (1.0 / math.sqrt(d)) * LOG2E
     o = np.zeros((n_q, v.shape[1]), dtype=np.float64)
     lse = np.zeros(n_q, dtype=np.float64)
     for pid_m in range(-(-n_q // block_m)):
-        out = call_learner(ns["program"], q, k, v, pid_m, block_m, block_n, causal, qk_scale,
-                           shapes=shapes_of(q=q, k=k, v=v),
+        out = call_learner(ns["program"], q.copy(), k.copy(), v.copy(), pid_m, block_m,
+                           block_n, causal, qk_scale, shapes=shapes_of(q=q, k=k, v=v),
                            context="program %d (BLOCK_M=%d, BLOCK_N=%d, causal=%s)"
                            % (pid_m, block_m, block_n, causal))
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise CheckFailed("program must return (o, lse)", expected="(o, lse)",
-                              got=type(out).__name__)
-        ob = np.asarray(out[0], dtype=np.float64)
-        lb = np.asarray(out[1], dtype=np.float64)
-        if ob.shape != (block_m, v.shape[1]) or lb.shape != (block_m,):
-            raise CheckFailed("program %d returned the wrong shapes" % pid_m,
-                              expected="o (%d, %d), lse (%d,)" % (block_m, v.shape[1], block_m),
-                              got="o %s, lse %s" % (list(ob.shape), list(lb.shape)))
+        ob, lb = plain_tuple(out, ("o", "lse"), "program")
+        ob = expect_array("o of program %d" % pid_m, ob, (block_m, v.shape[1]), {})
+        lb = expect_array("lse of program %d" % pid_m, lb, (block_m,), {})
         rows = min(block_m, n_q - pid_m * block_m)
         o[pid_m * block_m: pid_m * block_m + rows] = ob[:rows]
         lse[pid_m * block_m: pid_m * block_m + rows] = lb[:rows]
     return o, lse
 
 
+def _program_inputs(n, d, seed):
+    r = rng(seed)
+    return tuple(r.randn(n, d).astype(np.float32) for _ in range(3))
+
+
 def _program_case(label, n, d, block_m, block_n, causal, seed):
-    def run(ns):
-        r = rng(seed)
-        q, k, v = (r.randn(n, d).astype(np.float32) for _ in range(3))
+    def collect(ns):
+        q, k, v = _program_inputs(n, d, seed)
+        return _run_programs(ns, q, k, v, block_m, block_n, causal)
+
+    def judge(collected):
+        o, lse = collected
+        q, k, v = _program_inputs(n, d, seed)
         want_o, want_lse = reference.forward(q.astype(np.float64), k.astype(np.float64),
                                              v.astype(np.float64), causal=causal)
-        o, lse = _run_programs(ns, q, k, v, block_m, block_n, causal)
         shapes = shapes_of(q=q, k=k, v=v)
         ctx = "%s, BLOCK_M=%d, BLOCK_N=%d" % (label, block_m, block_n)
         err = assert_close("o", o, want_o, shapes=shapes, dtype="float32", context=ctx)
@@ -94,16 +112,68 @@ def _program_case(label, n, d, block_m, block_n, causal, seed):
                                     context=ctx))
         return "%s: all %d programs, max |Δ| = %.2g vs float64 reference" % (
             label, -(-n // block_m), err)
-    return run
+    return dict(collect=collect, judge=judge)
 
 
-def _check_grid(ns):
-    for b, h, n, bm in ((4, 16, 4096, 128), (1, 1, 50, 16), (2, 8, 1000, 64)):
-        got = ns["grid"](b, h, n, bm)
+GRID_CASES = ((4, 16, 4096, 128), (1, 1, 50, 16), (2, 8, 1000, 64))
+FLOPS_CASES = [(4, 32, 4096, 64, False, False), (1, 16, 16384, 128, True, False),
+               (16, 32, 1024, 64, True, True), (4, 16, 4096, 128, False, True)]
+
+
+def _number_or_failure(name, fn, *args, **kwargs):
+    try:
+        return expect_number(name, call_learner(fn, *args, context=name, **kwargs))
+    except CheckFailed as fail:
+        return fail
+
+
+def _grid_or_failure(ns, case):
+    try:
+        return _ints(call_learner(ns["grid"], *case, context="grid%s" % (case,)))
+    except CheckFailed as fail:
+        return fail
+
+
+def _collect_compose(ns):
+    """Phase 1: each function's answers, or the failure it raised (kept per function, so a
+    broken grid does not hide a right flops)."""
+    return {
+        "grid": [_grid_or_failure(ns, case) for case in GRID_CASES],
+        "flops": [_number_or_failure("flops", ns["flops"], b, h, n, d, causal, backward=bwd)
+                  for b, h, n, d, causal, bwd in FLOPS_CASES],
+        "tflops": _number_or_failure("tflops", ns["tflops"], 1.0, 4, 16, 4096, 128, False),
+        "smem": [_plain_or_failure("smem_bytes", ns["smem_bytes"], *case) for case in SMEM_CASES],
+        "block_n": [_plain_or_failure("largest_block_n", ns["largest_block_n"], *case[:5])
+                    for case in _block_n_cases()],
+        "speedup": [_number_or_failure("expected_speedup", ns["expected_speedup"], *case[1:])
+                    for case in _speedup_cases()],
+    }
+
+
+def _plain_or_failure(name, fn, *args):
+    """Phase 1: an int or float answer as a plain Python number (bool kept, to be refused), else
+    a short repr, or the failure the call raised."""
+    try:
+        got = call_learner(fn, *args, context=name)
+    except CheckFailed as fail:
+        return fail
+    if isinstance(got, bool):
+        return bool(got)
+    if isinstance(got, (int, np.integer)):
+        return int(got)
+    if isinstance(got, (float, np.floating)):
+        return float(got)
+    return repr(got)[:80]
+
+
+def _check_grid(collected):
+    for (b, h, n, bm), got in zip(GRID_CASES, collected["grid"]):
+        if isinstance(got, CheckFailed):
+            raise got
         want = (-(-n // bm), b * h)
-        if not isinstance(got, (tuple, list)) or tuple(int(x) for x in got) != want:
+        if got != want:
             raise CheckFailed("grid(batch=%d, heads=%d, n_q=%d, BLOCK_M=%d)" % (b, h, n, bm),
-                              expected=repr(want), got=repr(got)[:80])
+                              expected=repr(want), got=str(got))
     return "(ceil(N / BLOCK_M), B·H) programs"
 
 
@@ -111,12 +181,11 @@ def _want_flops(b, h, n, d, causal, backward):
     return 4.0 * n * n * d * h * b * (0.5 if causal else 1.0) * (2.5 if backward else 1.0)
 
 
-def _check_flops(ns):
-    cases = [(4, 32, 4096, 64, False, False), (1, 16, 16384, 128, True, False),
-             (16, 32, 1024, 64, True, True), (4, 16, 4096, 128, False, True)]
-    for b, h, n, d, causal, bwd in cases:
+def _check_flops(collected):
+    for (b, h, n, d, causal, bwd), got in zip(FLOPS_CASES, collected["flops"]):
+        if isinstance(got, CheckFailed):
+            raise got
         want = _want_flops(b, h, n, d, causal, bwd)
-        got = expect_number("flops", ns["flops"](b, h, n, d, causal, backward=bwd))
         if abs(got - want) > 1e-9 * want:
             raise CheckFailed("flops(B=%d, H=%d, N=%d, d=%d, causal=%s, backward=%s)"
                               % (b, h, n, d, causal, bwd), expected="%.6g" % want,
@@ -131,10 +200,11 @@ def _want_smem(bm, bn, d, nbytes, stages):
 SMEM_CASES = [(128, 64, 64, 2, 2), (64, 128, 128, 2, 3), (128, 32, 80, 4, 1), (16, 16, 16, 2, 1)]
 
 
-def _check_smem(ns):
-    for case in SMEM_CASES:
+def _check_smem(collected):
+    for case, got in zip(SMEM_CASES, collected["smem"]):
+        if isinstance(got, CheckFailed):
+            raise got
         want = _want_smem(*case)
-        got = ns["smem_bytes"](*case)
         if isinstance(got, bool) or not isinstance(got, (int, float)) or got != want:
             raise CheckFailed("smem_bytes(BLOCK_M=%d, BLOCK_N=%d, d=%d, dtype_bytes=%d, stages=%d)"
                               % case, expected=str(want), got=repr(got)[:80])
@@ -158,10 +228,11 @@ def _block_n_cases():
     return out
 
 
-def _check_block_n(ns):
-    for limit, bm, d, nbytes, stages, where in _block_n_cases():
+def _check_block_n(collected):
+    for (limit, bm, d, nbytes, stages, where), got in zip(_block_n_cases(), collected["block_n"]):
+        if isinstance(got, CheckFailed):
+            raise got
         want = _want_block_n(limit, bm, d, nbytes, stages)
-        got = ns["largest_block_n"](limit, bm, d, nbytes, stages)
         if isinstance(got, bool) or not isinstance(got, int) or got != want:
             raise CheckFailed("largest_block_n(smem_limit=%d (%s), BLOCK_M=%d, d=%d, dtype_bytes=%d, "
                               "stages=%d)" % (limit, where, bm, d, nbytes, stages),
@@ -178,16 +249,21 @@ def _want_speedup(b, h, n, d, nbytes, peak, bw):
     return max(work / peak, unfused / bw) / max(work / peak, fused / bw)
 
 
-def _check_speedup(ns):
+def _speedup_cases():
     cases = []
     for name in ("A100", "H200"):
         gpu = hardware.GPUS[name]
         cases += [(name, 4, 16, 4096, 64, 2, gpu.fp16_flops, gpu.hbm_bytes_per_s),
                   (name, 16, 32, 1024, 128, 2, gpu.fp16_flops, gpu.hbm_bytes_per_s)]
     cases.append(("a made-up memory-rich GPU", 1, 1, 512, 64, 4, 1e12, 1e15))
-    for where, *args in cases:
+    return cases
+
+
+def _check_speedup(collected):
+    for (where, *args), got in zip(_speedup_cases(), collected["speedup"]):
+        if isinstance(got, CheckFailed):
+            raise got
         want = _want_speedup(*args)
-        got = expect_number("expected_speedup", ns["expected_speedup"](*args))
         if abs(got - want) > 1e-6 * want:
             raise CheckFailed("expected_speedup(B=%d, H=%d, N=%d, d=%d, dtype_bytes=%d, "
                               "peak_flops=%.4g, hbm_bytes_per_s=%.4g) on %s" % (tuple(args) + (where,)),
@@ -197,9 +273,11 @@ def _check_speedup(ns):
         _want_speedup(4, 16, 4096, 64, 2, gpu.fp16_flops, gpu.hbm_bytes_per_s))
 
 
-def _check_tflops(ns):
+def _check_tflops(collected):
     # 16k tokens per batch, hidden 2048, d = 128: B = 4, H = 16 at N = 4096.
-    got = expect_number("tflops", ns["tflops"](1.0, 4, 16, 4096, 128, False))
+    got = collected["tflops"]
+    if isinstance(got, CheckFailed):
+        raise got
     want = _want_flops(4, 16, 4096, 128, False, False) / 1e-3 / 1e12
     if abs(got - want) > 1e-6 * want:
         raise CheckFailed("tflops(ms=1.0, B=4, H=16, N=4096, d=128, causal=False)",
@@ -251,15 +329,16 @@ def build() -> Exercise:
             "`m_new` is finite from the first block on: no -inf guard is needed here.",
         ),
         required=("key_range", "program"),
+        refuse=LIBRARY_KERNELS,
         checks=(
             Check("key-range", "loop bounds: unmasked blocks and causal skipping",
-                  _check_key_range),
+                  collect=_collect_key_range, judge=_check_key_range),
             Check("ragged", "ragged N = 50, d = 16",
-                  _program_case("N=50, d=16", 50, 16, 16, 16, False, seed=31)),
+                  **_program_case("N=50, d=16", 50, 16, 16, 16, False, seed=31)),
             Check("causal", "causal, N = 70, d = 32",
-                  _program_case("causal N=70, d=32", 70, 32, 32, 16, True, seed=32)),
+                  **_program_case("causal N=70, d=32", 70, 32, 32, 16, True, seed=32)),
             Check("wide", "BLOCK_N > BLOCK_M, causal, N = 45",
-                  _program_case("causal N=45, d=16", 45, 16, 16, 32, True, seed=33)),
+                  **_program_case("causal N=45, d=16", 45, 16, 16, 32, True, seed=33)),
         ) + KERNEL_CHECKS)
     compose = Step(
         id="compose", kind="Compose", title="Size, launch, predict and measure", minutes=50,
@@ -280,13 +359,16 @@ def build() -> Exercise:
         ),
         required=("grid", "smem_bytes", "largest_block_n", "flops", "tflops", "expected_speedup"),
         checks=(
-            Check("grid", "launch grid", _check_grid),
-            Check("smem", "shared memory of one program", _check_smem),
-            Check("block-n", "the largest BLOCK_N the shared memory allows", _check_block_n),
-            Check("flops", "benchmark FLOP count", _check_flops),
-            Check("tflops", "TFLOP/s from a time", _check_tflops),
+            Check("grid", "launch grid", collect=_collect_compose, judge=_check_grid),
+            Check("smem", "shared memory of one program", collect=_collect_compose,
+                  judge=_check_smem),
+            Check("block-n", "the largest BLOCK_N the shared memory allows",
+                  collect=_collect_compose, judge=_check_block_n),
+            Check("flops", "benchmark FLOP count", collect=_collect_compose, judge=_check_flops),
+            Check("tflops", "TFLOP/s from a time", collect=_collect_compose,
+                  judge=_check_tflops),
             Check("speedup", "the roofline's expected speed-up over unfused attention",
-                  _check_speedup),
+                  collect=_collect_compose, judge=_check_speedup),
         ) + BENCH_CHECKS)
     return Exercise(
         id="triton", title="Port FlashAttention to Triton", tier="gpu", minutes=120,
