@@ -100,4 +100,5 @@ def test_system_exit_is_a_failed_check_in_the_page(page, site_url, browser_helpe
     assert set(run_checks(page)) == {"error"}
     assert "SystemExit" in page.inner_text("#results")
     page.click("[data-testid=load-solution]")
+    page.click("[data-testid=confirm-replace-yes]")  # "Load solution" asks first
     assert set(run_checks(page)) == {"pass"}
