@@ -333,6 +333,10 @@ def _torch_attention(q, k, v, causal, dtype):
 
 def backward(q, k, v, o, lse, do, causal=False, scale=None):
     return q * 0, k * 0, v * 0
+
+
+def attention(q, k, v, causal=False, scale=None):
+    return forward(q, k, v, causal, scale)[0]
 """
 SNEAKY_TRITON = {
     "returns the grader's oracle": TOUCH + """
@@ -372,7 +376,8 @@ def test_grader_fails_modules_whose_outputs_do_not_come_from_a_triton_kernel(cap
 def test_grader_refuses_a_module_without_a_triton_kernel(capsys, tmp_path):
     path = tmp_path / "no_kernel.py"
     path.write_text("def forward(q, k, v, causal=False, scale=None):\n    return q, q[..., 0]\n"
-                    "def backward(*a, **k):\n    return a[:3]\n", encoding="utf-8")
+                    "def backward(*a, **k):\n    return a[:3]\n"
+                    "def attention(q, k, v, causal=False, scale=None):\n    return q\n", encoding="utf-8")
     status, out = _grade(path, capsys)
     assert status == 1 and "defines no Triton kernel" in out, out
 
@@ -380,10 +385,16 @@ def test_grader_refuses_a_module_without_a_triton_kernel(capsys, tmp_path):
 def test_grader_reports_a_broken_module(capsys, tmp_path):
     path = tmp_path / "broken.py"
     path.write_text(TOUCH + "def forward(q, k, v, causal=False, scale=None):\n    raise RuntimeError('boom')\n"
-                    "def backward(*a, **k):\n    raise RuntimeError('boom')\n", encoding="utf-8")
+                    "def backward(*a, **k):\n    raise RuntimeError('boom')\n"
+                    "def attention(*a, **k):\n    raise RuntimeError('boom')\n", encoding="utf-8")
     status, out = _grade(path, capsys)
     assert status == 1
     assert "ERROR" in out and "RuntimeError: boom" in out
+    # Deleting the autograd wrapper does not dodge its checks.
+    path.write_text(TOUCH.replace("def attention(", "def _not_attention(")
+                    + "def forward(*a, **k):\n    pass\n", encoding="utf-8")
+    status, out = _grade(path, capsys)
+    assert status == 1 and "must define attention(...)" in out
     status, out = _grade(tmp_path / "missing.py", capsys)
     assert status == 1 and "no such file" in out
 

@@ -485,3 +485,46 @@ def test_ring_predict_code_states_the_graders_setting():
         ns = {}
         exec(compile(code, "predict", "exec"), ns)
         assert (ns["N"], ns["d"], ns["P"], ns["BYTES"]) == want
+
+
+RING_PREDICT_CHEATS = [
+    # read the answer off the ring simulator instead of predicting it
+    "import numpy as np\nfrom nlpcore.kernels import ring\n_t = []\n"
+    "_x = np.zeros((512, 64), np.float32)\nring.forward(_x, _x, _x, devices=4, trace=_t)\n"
+    "bytes_sent = max(sum(e['bytes'] for e in _t if e['op'] == 'send' and e['from'] == r) for r in range(4))\n"
+    "peak_elements = max(e['resident'] for e in _t if e['op'] == 'compute')\n",
+    # or off the grader's own cache
+    "from nlpcore.lab.exercises.ring import exercise as _g\n_m = _g.measured_ring()\n"
+    "bytes_sent, peak_elements = _m['bytes_sent'], _m['peak_elements']\n",
+]
+
+
+@pytest.mark.parametrize("code", RING_PREDICT_CHEATS, ids=["simulator", "grader-cache"])
+def test_ring_predict_refuses_the_simulator(code):
+    result = lab.grade("ring", "predict", code)
+    assert not result["passed"], result["checks"]
+    assert any("refused" in c["message"] for c in result["checks"] if c["status"] != "pass"), result["checks"]
+
+
+def test_ring_split_answer_does_not_exist_while_learner_code_runs():
+    # A merge that walks up the grader's frames for the answer (a local named `whole`, as the
+    # check once had) and returns nonsense when it finds none. With the answer computed only
+    # after the learner's merges returned (two phases), there is nothing to find: split fails.
+    solution = lab.exercise("ring").step("compose").solution
+    walker = (
+        "import sys\n\n"
+        "def _peek():\n"
+        "    f = sys._getframe(2)\n"
+        "    while f is not None:\n"
+        "        w = f.f_locals.get('whole')\n"
+        "        if w is not None:\n"
+        "            return w\n"
+        "        f = f.f_back\n"
+        "    return None\n\n"
+    )
+    cheat = walker + mutate(solution, "def merge(a, b):",
+                            "def merge(a, b):\n    w = _peek()\n    return w if w is not None else a\n\n\n"
+                            "def _unused(a, b):")
+    result = lab.grade("ring", "compose", cheat)
+    split = next(c for c in result["checks"] if c["id"] == "split")
+    assert split["status"] == "fail", split

@@ -6,7 +6,7 @@
 
 The module under test must define ``forward(q, k, v, causal=False, scale=None) -> (o, lse)``
 and ``backward(q, k, v, o, lse, do, causal=False, scale=None) -> (dq, dk, dv)`` on tensors
-``(B, H, N, d)``; ``attention(q, k, v, causal, scale)`` is checked too when it exists.
+``(B, H, N, d)``; and ``attention(q, k, v, causal, scale)``, the autograd wrapper, which must exist.
 Without a CUDA GPU (or with ``--device cpu``) the kernels run under Triton's CPU interpreter
 (``TRITON_INTERPRET=1``, set here before triton is imported): slow, so the sizes are small.
 
@@ -247,7 +247,7 @@ class Case(NamedTuple):
     d: int
     causal: bool
     dtype: torch.dtype
-    grad: bool  # also check backward (and attention() if the module has it)
+    grad: bool  # also check backward and the autograd attention()
 
 
 def cases(device):
@@ -330,8 +330,7 @@ def check_case(module, case, device, seed=0):
         bounds.append(flash_bound(pl, ref) if low else fp32_bound(ref, "grad"))
         wrong = _dtype_result(f"backward {name} · {label}", got, case.dtype)
         results.append(wrong or _verdict(f"backward {name} · {label}", got, ref, bounds[-1]))
-    if hasattr(module, "attention"):
-        results.append(_check_autograd(module, case, q, k, v, do, ref_grads, bounds, label))
+    results.append(_check_autograd(module, case, q, k, v, do, ref_grads, bounds, label))
     return results
 
 
@@ -369,9 +368,10 @@ def load_module(path):
     spec = importlib.util.spec_from_file_location("learner_flash_triton", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for fn in ("forward", "backward"):
+    for fn in ("forward", "backward", "attention"):
         if not callable(getattr(module, fn, None)):
-            raise AttributeError(f"{path} must define {fn}(...)")
+            raise AttributeError(f"{path} must define {fn}(...)" + (
+                " (the torch.autograd wrapper around forward and backward)" if fn == "attention" else ""))
     if not _kernels_in(module):
         raise TypeError(f"{path} defines no Triton kernel: write the attention as a "
                         "@triton.jit function and launch it from forward and backward")

@@ -154,8 +154,11 @@ def _compare(what, got, want, shapes):
     return assert_close("lse", lse, want[1], shapes=shapes, dtype="float64", context=what)
 
 
-def _merge_data():
-    """Three partials over key sets A, B, C of one attention, with the whole as the answer.
+_MERGE_CUTS = [(0, 4), (4, 8), (8, 12)]
+
+
+def _merge_inputs():
+    """q, k, v and mask of one small attention whose keys are cut into sets A, B, C.
 
     Row 0 sees no key at all, row 1 none of A, row 2 only keys of A; B's keys are 40× longer,
     so its lse lies tens above the others' and the rescaling matters.
@@ -170,9 +173,14 @@ def _merge_data():
     mask[0] = False
     mask[1, :4] = False
     mask[2, 4:] = False
-    cuts = [(0, 4), (4, 8), (8, 12)]
-    parts = [_REF_FORWARD(q, k[a:b], v[a:b], mask=mask[:, a:b]) for a, b in cuts]
-    return parts, _REF_FORWARD(q, k, v, mask=mask), shapes_of(q=q, k=k, v=v)
+    return q, k, v, mask
+
+
+def _merge_data():
+    """The three partials over A, B, C (the learner's inputs), and the shapes for messages."""
+    q, k, v, mask = _merge_inputs()
+    parts = [_REF_FORWARD(q, k[a:b], v[a:b], mask=mask[:, a:b]) for a, b in _MERGE_CUTS]
+    return parts, None, shapes_of(q=q, k=k, v=v)
 
 
 def _merge(ns, a, b, what, shapes):
@@ -192,13 +200,25 @@ def _check_identity(ns):
     return "(0, -inf) is neutral on both sides, and two empty partials stay empty (no NaN)"
 
 
-def _check_split(ns):
-    parts, whole, shapes = _merge_data()
+def _collect_split(ns):
+    """Phase 1: the learner's merges of the three partials (the answer does not exist yet)."""
+    parts, _, shapes = _merge_data()
     a, b, c = parts
     ab = _merge(ns, a, b, "merge(A, B)", shapes)
-    got = _merge(ns, ab, c, "merge(merge(A, B), C)", shapes)
+    o, lse = _merge(ns, ab, c, "merge(merge(A, B), C)", shapes)
+    try:
+        return np.array(o, dtype=np.float64), np.array(lse, dtype=np.float64)
+    except Exception:  # learner may return anything
+        raise CheckFailed("merge must return arrays (o, lse)", expected="(o, lse) arrays",
+                          got="%s, %s" % (type(o).__name__, type(lse).__name__))
+
+
+def _judge_split(got):
+    """Phase 2: attention over all keys, computed only now, against the learner's merge."""
+    q, k, v, mask = _merge_inputs()
+    whole = _REF_FORWARD(q, k, v, mask=mask)
     worst = _compare("merge of the partials over keys 0:4, 4:8, 8:12 vs attention over all 12",
-                     got, whole, shapes)
+                     got, whole, shapes_of(q=q, k=k, v=v))
     return "partials over three key sets merge to attention over all keys (max |Δ| = %.2g), " \
         "including rows empty in some parts or in all" % worst
 
@@ -455,6 +475,7 @@ def build() -> Exercise:
             "shards of $n(d + d_v)$ each (the one in use, the one arriving).",
         ),
         required=("bytes_sent", "peak_elements"), record=("bytes_sent", "peak_elements"),
+        refuse=FORBIDDEN_MODULES,  # predict by reasoning: the simulator would give the numbers
         checks=(
             Check("recorded", "prediction recorded", _check_recorded),
             Check("bytes", "bytes sent per device within 10% of the simulator's count", _check_bytes),
@@ -473,11 +494,12 @@ def build() -> Exercise:
             "in range(P) call `attend(r, shards[r], shards[(r - step) % P])` and merge. Then "
             "`np.concatenate` the devices' o and lse in device order.",
         ),
-        required=("merge", "ring_forward"),
+        required=("merge", "ring_forward"),  # library calls refused by library_blocked (attend uses it)
         checks=(
             Check("own", "your own monoid (no library ring, split-K or reference)", _check_no_library),
             Check("identity", "identity: (0, -inf) is neutral", _check_identity),
-            Check("split", "partials over key sets merge to attention over all keys", _check_split),
+            Check("split", "partials over key sets merge to attention over all keys",
+                  collect=_collect_split, judge=_judge_split),
             Check("laws", "associative and commutative", _check_laws),
             Check("schedule", "the ring schedule: shard (r - s) mod P at step s", _check_schedule),
             Check("ring", "ring output equals attention (ragged shards)", _check_ring),
@@ -495,7 +517,7 @@ def build() -> Exercise:
             "queries and `keys` the shard it holds at that step. Makespan: "
             "`w.max(axis=0).sum()`.",
         ),
-        required=("shards", "work", "makespan"),
+        required=("shards", "work", "makespan"), refuse=FORBIDDEN_MODULES,
         report=_report_balance,
         checks=(
             Check("shards", "contiguous, striped and zig-zag shards", _check_shards),
