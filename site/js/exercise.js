@@ -782,10 +782,13 @@ async function drawResults(path) {
     if (!window.Chart) await loadScript("vendor/chartjs/chart.umd.js");
     const rows = doc.results || [];
     const env = doc.env || {};
+    const peak = Number(note.dataset.peakTflops);  // stamped from nlpcore.hardware by the build
     note.textContent = `${env.gpu || env.gpu_name || "GPU"} · torch ${env.torch || "?"} · triton ` +
         `${env.triton || "?"} · ${doc.dtype || "bf16"}, ${doc.tokens_per_batch || 16384} tokens per ` +
         `batch. Command: ${doc.command || env.command || "bench/triton_h200.py"}. ` +
-        "Look for: ours vs SDPA flash (target ≥ 1×) and vs cuDNN; causal ≈ half the time.";
+        "Look for: ours vs SDPA flash (target ≥ 1×) and vs cuDNN; causal skips the tiles above the " +
+        "diagonal (about half the FLOPs), but its time reaches half only at long N." +
+        (peak > 0 ? ` Hover a bar for its fraction of the H200's ${peak} TFLOP/s dense bf16 peak.` : "");
     note.dataset.state = "ready";
     const labels = rows.map((r) => `d=${r.d} N=${r.n}${r.causal ? " causal" : ""}`);
     for (const pass of ["fwd", "bwd"]) {
@@ -799,7 +802,9 @@ async function drawResults(path) {
       new window.Chart($(`plot-${pass}`), {
         type: "bar", data: {labels, datasets},
         options: {animation: false, responsive: false,
-                  plugins: {title: {display: true, text: `${pass === "fwd" ? "Forward" : "Backward"} TFLOP/s`}},
+                  plugins: {title: {display: true, text: `${pass === "fwd" ? "Forward" : "Backward"} TFLOP/s`},
+                            tooltip: {callbacks: {label: (ctx) => `${ctx.dataset.label}: ${ctx.parsed.y.toFixed(0)} TFLOP/s` +
+                                (peak > 0 ? ` (${(100 * ctx.parsed.y / peak).toFixed(0)}% of peak)` : "")}}},
                   scales: {y: {beginAtZero: true, title: {display: true, text: "TFLOP/s"}}}},
       });
     }
