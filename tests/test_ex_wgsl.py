@@ -319,3 +319,15 @@ def test_learner_jobs_are_counted_within_lavapipe_loop_limit():
             if check["status"] == "pending":
                 count = flash_wgpu.loop_iterations(check["job"])
                 assert count is not None and 0 < count <= flash_wgpu.LAVAPIPE_LOOP_LIMIT, (step, check["id"])
+
+
+def test_scratch_shows_the_shaders_own_chunk_helpers():
+    # The Scratch step includes flash_fwd.wgsl's register-chunk helpers instead of a copy.
+    from nlpcore.lab.exercises.wgsl import patches
+
+    shader = text("flash_fwd.wgsl")
+    block = shader[shader.index("fn present("):shader.index("// --- chunk helpers end ---")].rstrip()
+    for name in ("scratch_starter.wgsl", "scratch_solution.wgsl"):
+        assert block in text(name) and patches.INCLUDE not in text(name)
+    with pytest.raises(ValueError, match="chunk-helpers block"):
+        patches.include_helpers("no include line here")

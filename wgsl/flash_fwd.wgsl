@@ -117,6 +117,8 @@ fn ceil_div(a: u32, b: u32) -> u32 {
   return (a + b - 1u) / b;
 }
 
+// --- chunk helpers begin: the WGSL exercise's Scratch step includes this block as it stands ---
+
 // How many of the four elements at column `col` of a row of `width` exist (0..4).
 fn present(col: u32, width: u32) -> u32 {
   return select(min(width - col, 4u), 0u, col >= width);
@@ -237,6 +239,8 @@ fn chunk_update(o_reg: ptr<function, Chunk>, alpha: f32, p: vec4<f32>, at: u32, 
   (*o_reg)[14] = alpha * (*o_reg)[14] + p.x * v_tile[at + 14u] + p.y * v_tile[a1 + 14u] + p.z * v_tile[a2 + 14u] + p.w * v_tile[a3 + 14u];
   (*o_reg)[15] = alpha * (*o_reg)[15] + p.x * v_tile[at + 15u] + p.y * v_tile[a1 + 15u] + p.z * v_tile[a2 + 15u] + p.w * v_tile[a3 + 15u];
 }
+
+// --- chunk helpers end ---
 
 // May query `qi` of batch entry `b` attend key `kj`?
 fn allowed(b: u32, qi: u32, kj: u32) -> bool {

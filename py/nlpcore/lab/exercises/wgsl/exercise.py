@@ -47,6 +47,7 @@ from nlpcore.lab.framework import Exercise, Folder, Step
 from .cases import HARDEN_CASES, HOST_BC, HOST_BR, SCRATCH_CASES, _host
 from .checks import gpu_check, python_checks
 from .hardening import harden_starter
+from .patches import include_helpers
 from .reader import parse_shader
 from .sizing import STORAGE_LIMIT, layout
 
@@ -92,7 +93,8 @@ def _statement_values() -> dict:
     """Numbers the statements quote, computed (never typed): the host's plan and the workgroup
     bytes the Scratch solution needs under it, and the lab's default plan for d = 64."""
     one_tile = SCRATCH_CASES[0]
-    lay = layout(parse_shader(HERE.solution("scratch", "wgsl")), _host(one_tile))
+    scratch_solution = include_helpers(HERE.solution("scratch", "wgsl"))
+    lay = layout(parse_shader(scratch_solution), _host(one_tile))
     tiles = dict((n, b) for n, b, _ in lay.arrays)
     lab = tiling.plan(64, 4)
     counts = sorted({c.tiles for c in SCRATCH_CASES})
@@ -111,8 +113,8 @@ def build() -> Exercise:
     scratch = Step(
         id="scratch", kind="Scratch", title="A tiled attention shader, whole tiles", minutes=60,
         statement=HERE.statement("scratch", **values), language="wgsl",
-        starter=HERE.starter("scratch", "wgsl"),
-        solution=HERE.solution("scratch", "wgsl"),
+        starter=include_helpers(HERE.starter("scratch", "wgsl")),
+        solution=include_helpers(HERE.solution("scratch", "wgsl")),
         checks=python_checks(SCRATCH_CASES) + tuple(gpu_check(c) for c in SCRATCH_CASES),
         hints=SCRATCH_HINTS,
     )
