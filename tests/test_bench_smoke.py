@@ -196,3 +196,37 @@ def test_grading_cost_smoke(tmp_path):
     assert all(s["grade_cpu_ms"] > 0 for s in record["steps"])
     snap = record["snapshot"]
     assert snap["functions"] > 1000 and snap["namespaces"] > 50 and snap["restore_unchanged_cpu_ms"] > 0
+
+
+def test_io_h200_md_tables_are_the_records():
+    """bench/IO_H200.md's tables are generated from bench/results/io_h200.json (--markdown):
+    a new record without a regenerated page, or a hand-edited number, fails here."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import io_h200
+    finally:
+        sys.path.remove(str(BENCH))
+    record = json.loads((BENCH / "results" / "io_h200.json").read_text())
+    text = (BENCH / "IO_H200.md").read_text()
+    start, end = "<!-- generated tables -->\n", "\n<!-- end generated tables -->"
+    assert start in text and end in text
+    assert text[text.index(start) + len(start):text.index(end)] == io_h200.markdown(record)
+
+
+def test_dropout_cost_dry_run_times_each_draw_and_checks_it(tmp_path):
+    """bench/dropout_cost_h200.py --dry-run: every draw compiles and runs on the interpreter, and
+    its sanity figure (mean of o with uniform P and v = 1: kept fraction / (1 − p)) is ≈ 1."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    env = os.environ.copy()
+    env.pop("TRITON_INTERPRET", None)
+    env["PYTHONPATH"] = str(ROOT / "py")
+    proc = subprocess.run([sys.executable, str(BENCH / "dropout_cost_h200.py"), "--dry-run", "--out", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {r["variant"]: r for r in json.loads((tmp_path / "dropout_cost_dry.json").read_text())["rows"]}
+    assert set(rows) == {"p0", "library", "per_entry_mix", "xor_only"}
+    for name, row in rows.items():
+        assert "error" not in row, (name, row.get("error"))
+        assert abs(row["sanity"]["mean_o"] - 1) < 0.05, (name, row["sanity"])
+    assert rows["p0"]["sanity"]["std_o"] == 0 and rows["library"]["sanity"]["std_o"] > 0  # dropout drew

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 # Pinned bits of the generator (tests/test_py38_compat.py checks the same on NumPy 1.17): a
 # change of hash, of key order or of threshold shows here.
 GOLDEN_MIX = [0, 1753845952, 3507691905, 1734902346]  # mix(0), mix(1), mix(2), mix(2**32 - 1)
-GOLDEN_MASK = [214, 101, 58, 95, 254, 231, 41, 218, 26, 89, 118, 116, 241, 70, 82, 34, 168, 233, 148,
-               155, 82, 254, 33, 203, 5, 115, 64]  # np.packbits(keep_mask(1234, (2, 3, 5, 7), 0.5))
+GOLDEN_MASK = [10, 74, 68, 205, 17, 221, 45, 232, 149, 117, 175, 108, 235, 165, 112, 206, 203, 107, 204,
+               176, 212, 203, 169, 23, 125, 159, 64]  # np.packbits(keep_mask(1234, (2, 3, 5, 7), 0.5))
 
 # (leading axes, Nq, Nk, d, dv, block_q, block_k): ragged tiles, Nq != Nk, dv != d.
 SHAPES = [
@@ -42,10 +42,72 @@ def test_mix_and_mask_bits_are_pinned():
     assert np.packbits(keep.ravel()).tolist() == GOLDEN_MASK
 
 
+def _mix_int(x):
+    """lowbias32 on a Python int, written from the published constants (an oracle independent of
+    the uint32 NumPy code)."""
+    m = 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & m
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & m
+    return x ^ (x >> 16)
+
+
+def test_bits_follow_the_documented_formula():
+    seed, p, m = 1234, 0.3, 0xFFFFFFFF
+    keep = flash_np.keep_mask(seed, (2, 3, 9, 11), p)
+    cut = round(p * 2 ** 32)
+    for b, h, row, col in itertools.product(range(2), range(3), (0, 4, 8), (0, 5, 10)):
+        head = _mix_int((_mix_int(seed) + b * 3 + h) & m)
+        row_key = _mix_int((head + row) & m)
+        col_key = _mix_int(((_mix_int(seed) ^ 0x9E3779B9) + col) & m)
+        bits = ((row_key ^ col_key) * 0x7FEB352D) & m
+        assert keep[b, h, row, col] == (bits >= cut), (b, h, row, col)
+
+
+def _pattern_chi2(keep, p, rng, kind, n=200_000):
+    """χ² (and its degrees of freedom) of the joint keep bits of entries sampled in pairs of
+    neighbours along a row or a column, or at the four corners of random rectangles, against
+    independent draws with P(keep) = 1 − p."""
+    n_r, n_c = keep.shape
+    r, c = rng.integers(0, n_r - 1, n), rng.integers(0, n_c - 1, n)
+    if kind == "row neighbours":
+        cells = [(r, c), (r, c + 1)]
+    elif kind == "column neighbours":
+        cells = [(r, c), (r + 1, c)]
+    else:
+        r2, c2 = rng.integers(0, n_r, n), rng.integers(0, n_c, n)
+        cells = [(r, c), (r, c2), (r2, c), (r2, c2)]
+    code = sum(keep[a, b].astype(np.int64) << i for i, (a, b) in enumerate(cells))
+    counts = np.bincount(code, minlength=2 ** len(cells))
+    q = 1 - p
+    want = np.array([np.prod([q if (j >> i) & 1 else p for i in range(len(cells))])
+                     for j in range(2 ** len(cells))]) * n
+    return float(((counts - want) ** 2 / want).sum()), 2 ** len(cells) - 1
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_keep_bits_look_independent(p):
+    """Neighbours and rectangle corners: the χ² of their joint bits stays below the 1e-6 tail
+    of its distribution (χ² ≈ df ± sqrt(2 df) for independent bits). The same statistic on the
+    multiply-free draw key(row) XOR key(col) is in the tens of thousands: the test has teeth."""
+    rng = np.random.default_rng(0)
+    keep = flash_np.keep_mask(42, (2048, 2048), p)  # one head's 4M draws
+    limits = {1: 24.0, 3: 31.0, 15: 50.0}  # ~ the 1e-6 upper tail of χ² with df = 1, 3, 15
+    for kind in ("row neighbours", "column neighbours", "rectangle corners"):
+        chi2, df = _pattern_chi2(keep, p, rng, kind)
+        assert chi2 < limits[df], (kind, p, chi2, df)
+    keys = dropout.head_keys(42, (1,))[0]
+    rows = dropout.mix(keys + np.arange(2048, dtype=np.uint32))
+    flawed = (rows[:, None] ^ dropout.column_keys(42, (0, 2048))) >= np.uint32(dropout.threshold(p))
+    chi2, df = _pattern_chi2(flawed, p, rng, "rectangle corners")
+    assert chi2 > 1000, chi2
+
+
 def test_mask_is_a_function_of_seed_head_row_and_column_only():
     whole = flash_np.keep_mask(7, (2, 3, 40, 50), 0.25)
     keys = dropout.head_keys(7, (2, 3))
-    tile = dropout.keep_tile(keys, (11, 29), (3, 47), 0.25)  # any tile, drawn alone
+    tile = dropout.keep_tile(7, keys, (11, 29), (3, 47), 0.25)  # any tile, drawn alone
     assert np.array_equal(tile, whole[..., 11:29, 3:47])
     # a head's mask does not depend on how many heads there are, only on its index bh
     assert np.array_equal(flash_np.keep_mask(7, (6, 40, 50), 0.25), whole.reshape(6, 40, 50))

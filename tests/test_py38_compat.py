@@ -48,7 +48,7 @@ io = io_model.IOCounter()
 flash_np.forward(q[0], k[0], v[0], block_q=2, block_k=4, io=io)
 assert io.accesses == io_model.flash_accesses_for_blocks(13, 11, 5, 2, 4, dv=3)
 keep = flash_np.keep_mask(1234, (2, 3, 5, 7), 0.5)  # the bits pinned in tests/test_dropout.py
-assert np.packbits(keep.ravel()).tolist() == [214, 101, 58, 95, 254, 231, 41, 218, 26, 89, 118, 116, 241, 70, 82, 34, 168, 233, 148, 155, 82, 254, 33, 203, 5, 115, 64]
+assert np.packbits(keep.ravel()).tolist() == [10, 74, 68, 205, 17, 221, 45, 232, 149, 117, 175, 108, 235, 165, 112, 206, 203, 107, 204, 176, 212, 203, 169, 23, 125, 159, 64]
 od, lsed = flash_np.forward(q, k, v, causal=True, block_q=4, block_k=3, dropout_p=0.3, seed=9)
 od2, _ = reference.forward(q, k, v, causal=True, keep=flash_np.keep_mask(9, (2, 13, 11), 0.3), dropout_p=0.3)
 assert np.allclose(od, od2, atol=1e-12)

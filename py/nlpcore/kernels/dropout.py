@@ -8,14 +8,26 @@ with a counter-based hash: the keep bit of entry (row, col) of head ``bh`` is a 
 (seed, bh, row, col), so any tile can be redrawn at any time, in any order, by any kernel.
 
     key(bh)       = mix(mix(seed) + bh)
-    key(bh, row)  = mix(key(bh) + row)
-    bits          = mix(key(bh, row) + col)              a uint32 per entry
+    key(bh, row)  = mix(key(bh) + row)                   a row key per query row
+    key(col)      = mix((mix(seed) XOR SALT) + col)      a column key per key column
+    bits          = (key(bh, row) XOR key(col)) · M1     a uint32 per entry
     keep          = bits >= threshold(p),  threshold(p) = round(p · 2³²)
 
 ``mix`` is lowbias32, an integer finaliser found by Chris Wellons' hash-prospector search (two
-multiply / xor-shift rounds); every ``+`` wraps modulo 2³². All arithmetic is on uint32 NumPy
-arrays, so the bits are identical on NumPy 1.17 (Pyodide) and NumPy 2, and the Triton kernels
-(``flash_triton``) compute the same function in registers: their masks equal these.
+multiply / xor-shift rounds); every ``+`` and ``·`` wraps modulo 2³²; SALT is 0x9E3779B9 (the
+golden ratio's bits) so that row and column keys are drawn from different streams.
+
+Why this shape, and not one ``mix`` per entry: a kernel draws a tile of Br × Bc bits but only
+Br row keys and Bc column keys, so the per-entry work is one XOR, one multiply and one compare
+(the earlier ``mix(key(bh, row) + col)`` cost about eleven instructions per entry, and the
+H200 kernels are bound by instruction issue at d = 64: bench/results/dropout_cost_h200.json).
+``key(row) XOR key(col)`` alone is *simple tabulation hashing* (Zobrist 1970; Pătraşcu and
+Thorup, "The power of simple tabulation hashing", JACM 2012): 3-wise independent, but the
+corners of every rectangle cancel — bits(r, c) ⊕ bits(r, c') ⊕ bits(r', c) ⊕ bits(r', c') = 0 —
+so a threshold on its top bits ties the four keep bits together (a visible pattern in a 2-D
+mask). Multiplying by the odd constant M1 makes the top bits, which the threshold reads, depend
+on every bit of the XOR through the carries, which breaks that tie; ``tests/test_dropout.py``
+checks the rectangle, neighbour and row/column statistics with a χ² test.
 
 ``bh`` counts the leading (batch, head) axes in C order: for shape (B, H, Nq, Nk) head h of
 batch b has bh = b·H + h. The dropped output is o = (P ∘ keep / (1 − p)) V.
@@ -28,11 +40,13 @@ from typing import Tuple
 
 import numpy as np
 
-# lowbias32's constants (hash-prospector): two odd multipliers and three shifts.
+# lowbias32's constants (hash-prospector): two odd multipliers and three shifts; the first
+# multiplier also finishes each entry's bits.
 _M1 = np.uint32(0x7FEB352D)
 _M2 = np.uint32(0x846CA68B)
 _S16 = np.uint32(16)
 _S15 = np.uint32(15)
+SALT = 0x9E3779B9  # column keys: mix((mix(seed) XOR SALT) + col)
 SEED_LIMIT = 2 ** 32  # seeds are uint32
 
 
@@ -77,15 +91,20 @@ def head_keys(seed: int, batch: Tuple[int, ...]) -> np.ndarray:
     return mix(np.array([seed_key(seed)], dtype=np.uint32) + bh)
 
 
-def keep_tile(keys: np.ndarray, rows: Tuple[int, int], cols: Tuple[int, int], p: float) -> np.ndarray:
+def column_keys(seed: int, cols: Tuple[int, int]) -> np.ndarray:
+    """key(col) for columns [c0, c1): uint32 (c1 − c0,)."""
+    col = np.arange(cols[0], cols[1], dtype=np.uint32)
+    return mix(np.uint32(seed_key(seed) ^ SALT) + col)
+
+
+def keep_tile(seed: int, keys: np.ndarray, rows: Tuple[int, int], cols: Tuple[int, int], p: float) -> np.ndarray:
     """The keep-mask of one tile: bool (..., r1 − r0, c1 − c0) for rows [r0, r1), cols [c0, c1).
 
-    ``keys`` is :func:`head_keys`'s (..., 1) array. Only the tile is ever built.
+    ``keys`` is :func:`head_keys`'s (..., 1) array for ``seed``. Only the tile is ever built.
     """
     row = np.arange(rows[0], rows[1], dtype=np.uint32)  # (Br,)
-    col = np.arange(cols[0], cols[1], dtype=np.uint32)  # (Bc,)
     row_keys = mix(keys + row)[..., :, None]  # (..., Br, 1)
-    bits = mix(row_keys + col)  # (..., Br, Bc)
+    bits = (row_keys ^ column_keys(seed, cols)) * _M1  # (..., Br, Bc)
     return bits >= np.uint32(threshold(p))
 
 
@@ -99,7 +118,7 @@ def keep_mask(seed: int, shape, p: float) -> np.ndarray:
     shape = tuple(int(s) for s in shape)
     if len(shape) < 2 or any(s < 0 for s in shape):
         raise ValueError("shape must be (..., Nq, Nk) with sizes >= 0, got {}".format(shape))
-    return keep_tile(head_keys(seed, shape[:-2]), (0, shape[-2]), (0, shape[-1]), p)
+    return keep_tile(seed, head_keys(seed, shape[:-2]), (0, shape[-2]), (0, shape[-1]), p)
 
 
-__all__ = ["check_dropout", "head_keys", "keep_mask", "keep_tile", "mix", "seed_key", "threshold"]
+__all__ = ["check_dropout", "column_keys", "head_keys", "keep_mask", "keep_tile", "mix", "seed_key", "threshold"]

@@ -104,11 +104,12 @@ class _Dropout:
 
     def __init__(self, x, dropout_p: float, seed: int) -> None:
         self.p = dropout_p
+        self.seed = seed
         self.keys = head_keys(seed, x.batch)  # (..., 1) uint32, one key per head
         self.acc = x.acc
 
     def tile(self, rows, cols) -> np.ndarray:
-        keep = keep_tile(self.keys, rows, cols, self.p)  # (..., Br, Bc) bool
+        keep = keep_tile(self.seed, self.keys, rows, cols, self.p)  # (..., Br, Bc) bool
         return keep.astype(self.acc) / self.acc.type(1.0 - self.p)
 
 

@@ -39,8 +39,10 @@ Implementation choices, each named where it appears:
   interpreter, a second kernel recomputes S and dP per query block (deterministic).
 - dropout (``dropout_p > 0``, the paper's Algorithms 2 and 4): each tile's keep-mask is drawn
   in registers from (seed, b·H + h, row, column) by the same uint32 hash as
-  ``nlpcore.kernels.dropout`` — so the mask equals NumPy's ``flash_np.keep_mask`` bit for bit —
-  and redrawn in the backward, never stored; P̃ = P ∘ keep feeds the P V product, the factor
+  ``nlpcore.kernels.dropout`` — so the mask equals NumPy's ``flash_np.keep_mask`` bit for bit;
+  a tile hashes only its Br row keys and Bc column keys, then spends one XOR, one multiply and
+  one compare per entry (bench/dropout_cost_h200.py measures what that costs) — and redrawn in
+  the backward, never stored; P̃ = P ∘ keep feeds the P V product, the factor
   1 / (1 − p) is applied once to O (and to dV), and the statistics stay the undropped ones.
   ``dropout_p = 0`` compiles the kernels without any of it.
 - Nq may differ from Nk. No row is ever fully masked here (there is no padding mask, and with
@@ -81,10 +83,12 @@ __all__ = ["forward", "backward", "attention", "keep_mask"]
 LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(x) = exp2(x · LOG2E)
 LN2 = tl.constexpr(0.6931471805599453)  # ln(2): converts a base-2 logsumexp back to natural log
 
-# lowbias32's multipliers (nlpcore.kernels.dropout), as the int32 values with the same bits:
-# the kernels bitcast them to uint32, so no literal above 2³¹ meets Triton's integer promotion.
+# lowbias32's multipliers and the column keys' salt (nlpcore.kernels.dropout), as the int32
+# values with the same bits: the kernels bitcast them to uint32, so no literal above 2³¹ meets
+# Triton's integer promotion.
 MIX_M1 = tl.constexpr(0x7FEB352D)
 MIX_M2 = tl.constexpr(0x846CA68B - 2 ** 32)
+COL_SALT = tl.constexpr(_dropout.SALT - 2 ** 32)
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 HEAD_DIMS = (16, 32, 64, 128)
@@ -191,8 +195,13 @@ def _fits(config, head_dim):
 FWD_CONFIGS, FWD_PRUNE = _space(FWD_SPACE, FP32_FWD, INTERPRET_FWD)
 BWD_CONFIGS, BWD_PRUNE = _space(BWD_SPACE, FP32_BWD, INTERPRET_BWD)
 DQ_CONFIGS, DQ_PRUNE = _space(DQ_SPACE, FP32_DQ, INTERPRET_DQ)
-_TUNE_KEY = ["HEAD_DIM", "CAUSAL", "PRECISION", "DROPOUT"]
-_DROP_ARGS = ["seed_key", "thresh"]  # runtime ints: never specialised (a value of 1 would be)
+# The autotuner keeps one config per key. The key holds the problem's size class (log2 buckets of
+# B·H·Nq and of Nk, see _size_class): without it the first call's size chose the tiles for every
+# later size — a small check before a benchmark once pinned 8-warp dK/dV tiles that cost the
+# Figure 2 step 0.37 ms (bench/IO_H200.md).
+_TUNE_KEY = ["HEAD_DIM", "CAUSAL", "PRECISION", "DROPOUT", "size_class"]
+_DROP_ARGS = ["seed_key", "thresh"]
+_RUNTIME_INTS = _DROP_ARGS + ["size_class"]  # runtime ints: never specialised (a value of 1 would be)
 
 
 # --- dropout: the keep-mask, drawn in registers ---------------------------------------------
@@ -216,17 +225,25 @@ def _row_keys(seed_key, pid_bh, rows):
 
 
 @triton.jit
-def _keep(row_keys, cols, thresh):
-    """Keep bits of a (R, C) tile: mix(key(bh, row) + col) >= threshold (uint32 compare)."""
-    bits = _mix(row_keys[:, None] + cols[None, :].to(tl.uint32))
+def _col_keys(seed_key, cols):
+    """key(col) = mix((mix(seed) XOR SALT) + col) for a block of columns (C,) uint32."""
+    salt = seed_key.to(tl.uint32, bitcast=True) ^ tl.full([], COL_SALT, tl.int32).to(tl.uint32, bitcast=True)
+    return _mix(salt + cols.to(tl.uint32))
+
+
+@triton.jit
+def _keep(row_keys, col_keys, thresh):
+    """Keep bits of a (R, C) tile: (key(row) XOR key(col)) · M1 >= threshold (uint32): one
+    XOR, one multiply and one compare per entry; the keys cost one mix per row and column."""
+    bits = (row_keys[:, None] ^ col_keys[None, :]) * tl.full([], MIX_M1, tl.int32).to(tl.uint32, bitcast=True)
     return bits >= thresh.to(tl.uint32, bitcast=True)
 
 
 @triton.jit
-def _keep_t(row_keys, cols, thresh):
+def _keep_t(row_keys, col_keys, thresh):
     """The same bits as _keep, drawn directly in transposed (C, R) form (keys along rows), so
     the backward needs no transpose of the mask."""
-    bits = _mix(row_keys[None, :] + cols[:, None].to(tl.uint32))
+    bits = (row_keys[None, :] ^ col_keys[:, None]) * tl.full([], MIX_M1, tl.int32).to(tl.uint32, bitcast=True)
     return bits >= thresh.to(tl.uint32, bitcast=True)
 
 
@@ -239,7 +256,7 @@ def _keep_mask_kernel(OUT, n_q, n_k, seed_key, thresh, BLOCK_M: tl.constexpr, BL
     pid_bh = tl.program_id(2)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    keep = _keep(_row_keys(seed_key, pid_bh, rows), cols, thresh)
+    keep = _keep(_row_keys(seed_key, pid_bh, rows), _col_keys(seed_key, cols), thresh)
     ptrs = OUT + pid_bh.to(tl.int64) * n_q * n_k + rows[:, None] * n_k + cols[None, :]
     tl.store(ptrs, keep.to(tl.int8), mask=(rows[:, None] < n_q) & (cols[None, :] < n_k))
 
@@ -250,7 +267,7 @@ def _fwd_inner(
     acc, l_i, m_i, q,  # running state (Br, d), (Br,), (Br,) and the query tile (Br, d)
     K, V, stride_kn, stride_vn, pid_bh,  # this head's K, V (pointers), or descriptors over (B·H, Nk, d)
     offs_m, offs_n, offs_d, lo, hi, n_k, qk_scale,
-    row_keys, thresh,  # dropout: key(bh, row) of this block's rows (Br,) uint32 and the cut
+    row_keys, seed_key, thresh,  # dropout: key(bh, row) of this block's rows (Br,) uint32, mix(seed), the cut
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr,
     DROPOUT: tl.constexpr,
@@ -285,14 +302,14 @@ def _fwd_inner(
         alpha = tl.exp2(m_i - m_new)  # (Br,) rescales what was summed against the old max
         l_i = l_i * alpha + tl.sum(p, 1)
         if DROPOUT:  # P̃ = P ∘ keep; the 1 / (1 − p) is applied once to O at the end
-            p = tl.where(_keep(row_keys, cols, thresh), p, 0.0)
+            p = tl.where(_keep(row_keys, _col_keys(seed_key, cols), thresh), p, 0.0)
         acc = tl.dot(p.to(v.dtype), v, acc=acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
     return acc, l_i, m_i
 
 
 @triton.autotune(configs=FWD_CONFIGS, key=_TUNE_KEY + ["USE_TMA", "WARP_SPEC"], prune_configs_by=FWD_PRUNE)
-@triton.jit(do_not_specialize=_DROP_ARGS)
+@triton.jit(do_not_specialize=_RUNTIME_INTS)
 def _fwd_kernel(
     # Q (B, H, Nq, d), K and V (B, H, Nk, d), O (B, H, Nq, d): pointers, or with USE_TMA tensor
     # descriptors over the contiguous (B·H, N, d) views; LSE (B, H, Nq) fp32 pointer
@@ -306,6 +323,7 @@ def _fwd_kernel(
     n_heads, n_q, n_k, qk_scale,
     # dropout: mix(seed) and the keep threshold (int32 with the uint32's bits), 1 / (1 − p)
     seed_key, thresh, keep_scale,
+    size_class,  # read by the autotuner only (_size_class)
     # meta-parameters
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr, DROPOUT: tl.constexpr,
@@ -344,10 +362,10 @@ def _fwd_kernel(
         end = n_k
         full_end = n_k // BLOCK_N * BLOCK_N
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, pid_bh,
-                               offs_m, offs_n, offs_d, 0, full_end, n_k, qk_scale, row_keys, thresh,
+                               offs_m, offs_n, offs_d, 0, full_end, n_k, qk_scale, row_keys, seed_key, thresh,
                                False, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, WARP_SPEC, DROPOUT)
     acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, pid_bh,
-                               offs_m, offs_n, offs_d, full_end, end, n_k, qk_scale, row_keys, thresh,
+                               offs_m, offs_n, offs_d, full_end, end, n_k, qk_scale, row_keys, seed_key, thresh,
                                True, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, False, DROPOUT)
 
     lse = (m_i + tl.log2(l_i)) * LN2  # (Br,) natural-log logsumexp of the scaled scores
@@ -382,7 +400,7 @@ def _bwd_dkdv_inner(
     dk, dv, k, v,  # accumulators (Bc, d) fp32 and this program's key/value tiles (Bc, d)
     Q, DO, DQ, LSE, DELTA, stride_n,  # per-(b, h) bases; Q, dO, dQ share strides (contiguous)
     pid_bh, offs_n, offs_m0, offs_d, lo, hi, n_q, n_k, sm_scale, qk_scale,
-    seed_key, thresh, keep_scale,  # dropout: as in _fwd_kernel
+    seed_key, col_keys, thresh, keep_scale,  # dropout: as in _fwd_kernel; key(col) of this block's keys
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr,
     DROPOUT: tl.constexpr,
@@ -416,12 +434,13 @@ def _bwd_dkdv_inner(
             p_t = tl.where(allowed, p_t, 0.0)
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (Bc, Br) = (dO Vᵀ)ᵀ
         if DROPOUT:  # the forward's keep bits, redrawn in transposed form (keys along rows)
-            keep_t = _keep_t(_row_keys(seed_key, pid_bh, offs_m), offs_n, thresh)  # (Bc, Br)
+            keep_t = _keep_t(_row_keys(seed_key, pid_bh, offs_m), col_keys, thresh)  # (Bc, Br)
             dv = tl.dot(tl.where(keep_t, p_t, 0.0).to(do.dtype), do, acc=dv, input_precision=PRECISION)
-            dp_t = tl.where(keep_t, dp_t * keep_scale, 0.0)  # dP = dP̃ ∘ keep / (1 − p)
+            # dP = dP̃ ∘ keep / (1 − p); the scale rides in the multiply-add with D
+            ds_t = p_t * (tl.where(keep_t, dp_t, 0.0) * keep_scale - delta[None, :])
         else:
             dv = tl.dot(p_t.to(do.dtype), do, acc=dv, input_precision=PRECISION)  # += Pᵀ dO
-        ds_t = p_t * (dp_t - delta[None, :])  # (Bc, Br) = dSᵀ (without the scale)
+            ds_t = p_t * (dp_t - delta[None, :])  # (Bc, Br) = dSᵀ (without the scale)
         dk = tl.dot(ds_t.to(q.dtype), q, acc=dk, input_precision=PRECISION)  # += dSᵀ Q
         if ATOMIC_DQ > 0:
             dq = tl.dot(tl.trans(ds_t).to(k.dtype), k, input_precision=PRECISION) * sm_scale
@@ -433,7 +452,7 @@ def _bwd_dkdv_inner(
 
 
 @triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ", "USE_TMA"], prune_configs_by=BWD_PRUNE)
-@triton.jit(do_not_specialize=_DROP_ARGS)
+@triton.jit(do_not_specialize=_RUNTIME_INTS)
 def _bwd_dkdv_kernel(
     # all contiguous: Q, dO (B, H, Nq, d); K, V, dK, dV (B, H, Nk, d): pointers, or with USE_TMA
     # tensor descriptors over the (B·H, N, d) views; LSE, DELTA (B, H, Nq) fp32 pointers;
@@ -443,6 +462,7 @@ def _bwd_dkdv_kernel(
     n_q, n_k, sm_scale, qk_scale,
     # dropout: as in _fwd_kernel
     seed_key, thresh, keep_scale,
+    size_class,  # read by the autotuner only (_size_class)
     # meta-parameters
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
     ATOMIC_DQ: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -475,6 +495,7 @@ def _bwd_dkdv_kernel(
         v = tl.load(V + kv_ptrs, mask=key_ok, other=0.0)
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    col_keys = _col_keys(seed_key, offs_n)  # dropout: this block's column keys, drawn once
 
     # Query blocks: [lo, a_end) straddle the diagonal (masked); [a_end, b_end) are whole and
     # wholly below it (no mask); [b_end, n_q) is the ragged last block (masked).
@@ -488,15 +509,15 @@ def _bwd_dkdv_kernel(
     b_end = tl.maximum(a_end, n_q_full)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, lo, a_end, n_q, n_k, sm_scale, qk_scale,
-                             seed_key, thresh, keep_scale,
+                             seed_key, col_keys, thresh, keep_scale,
                              True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, a_end, b_end, n_q, n_k, sm_scale, qk_scale,
-                             seed_key, thresh, keep_scale,
+                             seed_key, col_keys, thresh, keep_scale,
                              False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
                              pid_desc, offs_n, offs_m0, offs_d, b_end, n_q, n_q, n_k, sm_scale, qk_scale,
-                             seed_key, thresh, keep_scale,
+                             seed_key, col_keys, thresh, keep_scale,
                              True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
 
     if DROPOUT:  # dV = (P ∘ keep)ᵀ dO / (1 − p)
@@ -513,7 +534,7 @@ def _bwd_dkdv_kernel(
 def _bwd_dq_inner(
     dq, q, do, lse2, delta,  # accumulator (Br, d) fp32, this program's tiles and row stats
     K, V, stride_n, offs_m, offs_n0, offs_d, lo, hi, n_k, qk_scale,
-    row_keys, thresh, keep_scale,  # dropout: key(bh, row) of this block's rows, the cut, 1 / (1 − p)
+    row_keys, seed_key, thresh, keep_scale,  # dropout: key(bh, row) of this block's rows, mix(seed), the cut, 1 / (1 − p)
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_N: tl.constexpr,
     DROPOUT: tl.constexpr,
 ):
@@ -536,19 +557,22 @@ def _bwd_dq_inner(
             p = tl.where(allowed, p, 0.0)
         dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)  # (Br, Bc)
         if DROPOUT:  # dP = dP̃ ∘ keep / (1 − p), the forward's keep bits redrawn
-            dp = tl.where(_keep(row_keys, offs_n, thresh), dp * keep_scale, 0.0)
-        ds = p * (dp - delta[:, None])
+            ds = p * (tl.where(_keep(row_keys, _col_keys(seed_key, offs_n), thresh), dp, 0.0) * keep_scale
+                      - delta[:, None])
+        else:
+            ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, acc=dq, input_precision=PRECISION)  # += dS K
     return dq
 
 
 @triton.autotune(configs=DQ_CONFIGS, key=_TUNE_KEY, prune_configs_by=DQ_PRUNE)
-@triton.jit(do_not_specialize=_DROP_ARGS)
+@triton.jit(do_not_specialize=_RUNTIME_INTS)
 def _bwd_dq_kernel(
     # pointers, all contiguous: Q, dO, dQ (B, H, Nq, d); K, V (B, H, Nk, d); LSE, DELTA (B, H, Nq)
     Q, K, V, DO, LSE, DELTA, DQ,
     n_q, n_k, sm_scale, qk_scale,
     seed_key, thresh, keep_scale,  # dropout: as in _fwd_kernel
+    size_class,  # read by the autotuner only (_size_class)
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
@@ -584,10 +608,10 @@ def _bwd_dq_kernel(
         end = n_k
         full_end = n_k // BLOCK_N * BLOCK_N
     dq = _bwd_dq_inner(dq, q, do, lse2, delta, K, V, HEAD_DIM, offs_m, offs_n0, offs_d,
-                       0, full_end, n_k, qk_scale, row_keys, thresh, keep_scale,
+                       0, full_end, n_k, qk_scale, row_keys, seed_key, thresh, keep_scale,
                        False, CAUSAL, PRECISION, BLOCK_N, DROPOUT)
     dq = _bwd_dq_inner(dq, q, do, lse2, delta, K, V, HEAD_DIM, offs_m, offs_n0, offs_d,
-                       full_end, end, n_k, qk_scale, row_keys, thresh, keep_scale,
+                       full_end, end, n_k, qk_scale, row_keys, seed_key, thresh, keep_scale,
                        True, CAUSAL, PRECISION, BLOCK_N, DROPOUT)
     tl.store(DQ + ptrs, (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
 
@@ -646,6 +670,12 @@ def _check_qkv(q, k, v, scale):
 def _as_int32(u):
     """The int32 with the bits of uint32 u (kernel arguments are signed; kernels bitcast back)."""
     return u - 2 ** 32 if u >= 2 ** 31 else u
+
+
+def _size_class(bh, n_q, n_k):
+    """The autotuner's size key: ceil(log2) of B·H·Nq (how many query rows, so how many programs)
+    and of Nk, packed in one int. Calls in one class share a config; a new class is tuned once."""
+    return 64 * (bh * n_q - 1).bit_length() + (n_k - 1).bit_length()
 
 
 def _drop_args(dropout_p, seed):
@@ -717,7 +747,7 @@ def forward(q, k, v, causal=False, scale=None, dropout_p=0.0, seed=0):
     _fwd_kernel[grid](
         *tensors, lse, *strides,
         h, n_q, n_k, scale * LOG2E.value,
-        seed_key, thresh, keep_scale,
+        seed_key, thresh, keep_scale, _size_class(b * h, n_q, n_k),
         HEAD_DIM=d, CAUSAL=causal, PRECISION=_precision(q.dtype),
         USE_TMA=use_tma, WARP_SPEC=bool(WARP_SPEC) and not INTERPRET, DROPOUT=drop,
     )
@@ -782,7 +812,7 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None, dropout_p=0.0, seed=
     _bwd_dkdv_kernel[grid_kv](
         *tensors, _descriptor(dq_acc) if atomic == 2 else dq_acc,
         n_q, n_k, scale, scale * LOG2E.value,
-        seed_key, thresh, keep_scale,
+        seed_key, thresh, keep_scale, _size_class(b * h, n_q, n_k),
         HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, DROPOUT=drop, ATOMIC_DQ=atomic, USE_TMA=use_tma,
     )
     if atomic:
@@ -796,7 +826,7 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None, dropout_p=0.0, seed=
     _bwd_dq_kernel[grid_q](
         q, k, v, do, lse, delta, dq,
         n_q, n_k, scale, scale * LOG2E.value,
-        seed_key, thresh, keep_scale,
+        seed_key, thresh, keep_scale, _size_class(b * h, n_q, n_k),
         HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, DROPOUT=drop,
     )
     return dq, dk, dv
