@@ -209,6 +209,21 @@ def sweep(log):
     return rows
 
 
+def markdown(record):
+    """TRITON.md's results table, from a record (tests/test_bench_smoke.py keeps the file equal)."""
+    out = ["| d | N | causal | fwd ours | flash | cuDNN | efficient | ×flash | ×cuDNN "
+           "| bwd ours | flash | cuDNN | efficient | ×flash | ×cuDNN |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in record["results"]:
+        cells = [str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no"]
+        for pass_ in ("fwd", "bwd"):
+            t = {name: r[pass_][name].get("tflops") for name in ("triton", "flash", "cudnn", "efficient")}
+            cells += [f"{t[name]:.0f}" if t[name] else "–" for name in t]
+            cells += [f"{t['triton'] / t[name]:.2f}" if t["triton"] and t[name] else "–" for name in ("flash", "cudnn")]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for the JSON")
@@ -216,7 +231,12 @@ def main():
     parser.add_argument("--skip-check", action="store_true", help="skip the correctness checks")
     parser.add_argument("--only-sweep", action="store_true", help="stop after the sweep")
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU interpreter")
+    parser.add_argument("--markdown", metavar="JSON", help="print TRITON.md's results table from a record")
     args = parser.parse_args()
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f)))
+        return
     if not torch.cuda.is_available() and not DRY_RUN:
         sys.exit("bench/triton_h200.py needs a CUDA GPU (the interpreter is for tests, not timing)")
     os.makedirs(args.out, exist_ok=True)

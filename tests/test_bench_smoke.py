@@ -230,3 +230,20 @@ def test_dropout_cost_dry_run_times_each_draw_and_checks_it(tmp_path):
         assert "error" not in row, (name, row.get("error"))
         assert abs(row["sanity"]["mean_o"] - 1) < 0.05, (name, row["sanity"])
     assert rows["p0"]["sanity"]["std_o"] == 0 and rows["library"]["sanity"]["std_o"] > 0  # dropout drew
+
+
+def test_triton_md_table_is_the_records():
+    """bench/TRITON.md's results table is generated from bench/results/triton_h200.json."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    env = os.environ.copy()
+    env["TRITON_INTERPRET"] = "1"
+    env["PYTHONPATH"] = str(ROOT / "py")
+    proc = subprocess.run([sys.executable, str(BENCH / "triton_h200.py"), "--markdown",
+                           str(BENCH / "results" / "triton_h200.json")], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = (BENCH / "TRITON.md").read_text()
+    start = text.index("<!-- generated table:")
+    start = text.index("\n", start) + 1
+    end = text.index("\n<!-- end generated table -->")
+    assert text[start:end] == proc.stdout.strip()
