@@ -56,7 +56,7 @@ TERMS_PER_ELEMENT = 64
 # ...counting at least the 64 head dims a lane of the exercise's design holds in registers.
 LANE_DIMS = 4 * tiling.CHUNK4
 # What a barrier costs, in terms: on SwiftShader one workgroupBarrier() takes about as long
-# as 700 terms of arithmetic (measured; see work_budget).
+# as 500 terms of arithmetic (measured; see work_budget); rounded up, for a short trip.
 BARRIER_TERMS = 1024
 BARRIERS = ("workgroupBarrier", "storageBarrier", "textureBarrier", "workgroupUniformLoad")
 GUARD_TERMS = 8     # the guard's own count, compare and branch, in every iteration
@@ -112,12 +112,14 @@ def work_budget(n_k: int, d: int, dv: int, br: int, bc: int, invocations: int) -
     about 16 terms (``s += q_reg[x] * k_tile[c * D + x];`` is 8, its for-header 6), one that
     stages K and V slots about 19 per element (the lab's staging loop: 150 terms for 2 × 4
     elements), so 64 leaves a margin of three to four. Loops over keys or key tiles handle
-    whole rows of elements per iteration and get tens of times what they need.
+    whole rows of elements per iteration and get tens of times what they need. Not covered: a
+    kernel that leaves invocations idle and has one of them do the work of all their rows.
 
     Why not more: a tripped loop costs about invocations × work terms. On SwiftShader (headless
-    Chromium, 2 cores) a term takes about 0.5 ns per invocation and a barrier about 0.3 µs
-    (hence BARRIER_TERMS), and the lab's largest case (many-workgroups: 1536 invocations,
-    Nk = 384) stops an endless key-tile loop in about 3 s.
+    Chromium, 2 cores) a term takes about 0.6 ns per invocation and a barrier about 0.3 µs
+    (hence BARRIER_TERMS): an endless loop stops in 0.1 s on the first case of either step and
+    in 4 s on the lab's largest (many-workgroups: 1536 invocations, Nk = 384, its key-tile loop
+    endless), against 30 s and a GPU process busy for good without the guard.
     """
     for name, value in (("n_k", n_k), ("d", d), ("dv", dv), ("br", br), ("bc", bc),
                         ("invocations", invocations)):
