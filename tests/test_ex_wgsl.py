@@ -157,7 +157,8 @@ def test_learner_tile_plan_from_override_defaults():
     assert job["constants"]["BR"] == 8 and job["constants"]["BC"] == 16
     assert job["constants"]["KS"] == 1 and job["constants"]["SPART"] == 1
     assert job["meta"]["n_q"] % 16 == 0 and job["workgroups"][0] == job["meta"]["n_q"] // 8
-    assert job["code"] == source and job["shader"] == "your-shader.wgsl"
+    assert job["meta"]["guard"]["source"] == source and job["shader"] == "your-shader.wgsl"
+    assert job["code"].count("\n") == source.count("\n") and "lab_loop_trips" in job["code"]
 
 
 def test_awkward_learner_plans_are_handled_quickly():
@@ -192,12 +193,22 @@ def test_export_has_wgsl_steps():
     assert data["steps"][1]["solution"] == text("flash_fwd.wgsl")
 
 
-def test_verify_needs_both_outputs():
+def test_verify_needs_every_output():
+    """o and lse, and the loop guard's record: a page that returns no record (or one of
+    another size) proves nothing about the run, whatever o and lse say."""
     code = text("flash_fwd.wgsl")
     out = grade(EX, "harden", code)
     job = next(c["job"] for c in out["checks"] if c["id"] == "ragged")
-    result = verify_js(EX, "harden", "ragged", code, job, {"o": bytes(job["bindings"][-2]["size"])})
+    size = {b["name"]: b["size"] for b in job["bindings"]}
+    result = verify_js(EX, "harden", "ragged", code, job,
+                       {"o": bytes(size["o"]), "lab_loop_trips": bytes(size["lab_loop_trips"])})
     assert result["status"] == "fail" and "lse" in result["message"]
+    for trips in (None, bytes(size["lab_loop_trips"] - 4)):
+        outputs = {"o": bytes(size["o"]), "lse": bytes(size["lse"])}
+        if trips is not None:
+            outputs["lab_loop_trips"] = trips
+        result = verify_js(EX, "harden", "ragged", code, job, outputs)
+        assert result["status"] == "fail" and "loop guard" in result["message"], result
 
 
 # ---- on a real WebGPU implementation (wgpu-py) ---------------------------------------------
@@ -280,7 +291,7 @@ def test_missing_barrier_fails(wgpu_device):
 def test_jobs_bind_only_what_the_shader_uses():
     out = grade(EX, "scratch", text("scratch_solution.wgsl"))
     job = next(c["job"] for c in out["checks"] if c["id"] == "one-tile")
-    assert [b["name"] for b in job["bindings"]] == ["params", "q", "k", "v", "o", "lse"]
+    assert [b["name"] for b in job["bindings"]] == ["params", "q", "k", "v", "o", "lse", "lab_loop_trips"]
     out = grade(EX, "harden", text("flash_fwd.wgsl"))
     job = next(c["job"] for c in out["checks"] if c["id"] == "many-workgroups")
     assert "mask_bits" in [b["name"] for b in job["bindings"]]

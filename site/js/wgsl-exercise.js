@@ -12,9 +12,18 @@
  *     against the lab's reference shader (wgsl/flash_fwd.wgsl) on the same inputs and adapter.
  *
  * A shader that does not compile fails the whole run (the runner's error has failsAll, so
- * exercise.js turns every check, the Python ones included, into that compiler message). A
- * shader that does not finish costs one time limit: the device is then destroyed and a fresh one
- * is opened for the next run, and the run's other GPU checks of the same shader are not started.
+ * exercise.js turns every check, the Python ones included, into that compiler message).
+ *
+ * A shader that never finishes stops by itself: the job's `code` is the learner's shader with
+ * every loop guarded (nlpcore.lab.exercises.wgsl.guard: a per-loop budget from the case's sizes,
+ * the lines unchanged), and `meta.guard` carries the learner's own text (`source`), the name of
+ * the storage buffer in which the guards count their trips, and the loops' lines. The runner
+ * compiles `source` for its messages (the learner's lines and columns), runs `code`, and hands
+ * the trips back with o and lse; Python fails the check with the loop's line and budget. A
+ * tripped loop costs seconds even on a CPU adapter, the device stays usable for the next run,
+ * and the run's other GPU checks of the same shader are not started. Timing runs the learner's
+ * own `source`, and only after its guarded run finished without a trip on the same inputs. The
+ * GPU time limit stays as a backstop: after it the device is destroyed and a fresh one opened.
  *
  * Python decides the plan and the bytes (nlpcore.lab.exercises.wgsl reads the shader's override and
  * var<workgroup> declarations); this module only shows them. Hooks for tests: [data-testid=
@@ -26,8 +35,9 @@ import {openGpu, runSpec} from "./gpu.js";
 import {el} from "./dom.js";
 
 const TIMING_REPEATS = 3;
-const GPU_TIME_LIMIT_MS = 30000;  // a shader that loops forever never finishes its dispatch
-let stuck = null;  // {code, caseText}: a shader that did not finish; its other checks are not run
+const GPU_TIME_LIMIT_MS = 30000;  // a backstop: the loop guard stops an endless shader first
+let stuck = null;  // {source, caseText}: a shader that did not finish; its other checks are not run
+let tripped = null;  // {source, caseId, caseText, loop}: this run's shader ran past a loop budget
 const $ = (id) => document.getElementById(id);
 
 /* ---- editor: WGSL highlighting and compiler marks ------------------------------------------ */
@@ -138,6 +148,17 @@ function markMessages(messages) {
   }
   const first = messages.find((m) => m.type === "error" && m.lineNum);
   if (first) cm.scrollIntoView({line: first.lineNum - 1, ch: 0}, 80);
+}
+
+/* Marks the loop a guard stopped, as a compiler error is marked (until the next edit). */
+function markLoop(loop, caseText) {
+  const cm = editorCm();
+  const text = cm ? cm.getLine(loop.line - 1) || "" : "";
+  const at = text.search(/\b(for|while|loop)\b/);
+  markMessages([{type: "error", lineNum: loop.line, linePos: at < 0 ? 1 : at + 1,
+                 length: loop.kind.length,
+                 message: `this \`${loop.kind}\` loop ran past its budget of ${loop.budget} ` +
+                          `iterations on ${caseText} and was stopped`}]);
 }
 
 /* ---- side panel ----------------------------------------------------------------------------- */
@@ -357,10 +378,9 @@ function withinTimeLimit(promise) {
   let timer;
   const limit = new Promise((_, reject) => {
     timer = setTimeout(() => {
-      const error = new Error(`the GPU did not finish within ${GPU_TIME_LIMIT_MS / 1000} s (an ` +
-                              "endless loop in your shader?); the GPU device was recreated. A GPU " +
-                              "driver stops such a shader; a CPU adapter (SwiftShader) cannot, and " +
-                              "stays busy until the browser is restarted");
+      const error = new Error(`the GPU did not finish within ${GPU_TIME_LIMIT_MS / 1000} s, although ` +
+                              "the lab bounds every loop of your shader (a very slow adapter?); " +
+                              "the GPU device was recreated");
       error.timedOut = true;
       reject(error);
     }, GPU_TIME_LIMIT_MS);
@@ -368,12 +388,33 @@ function withinTimeLimit(promise) {
   return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
 }
 
+/* The loop a guarded run stopped, from its trips buffer (a u32 per loop: how often its guard
+ * stopped it), or null: of those that tripped, the first not inside another that did, as
+ * Python's guard.runaway chooses (an endless outer loop drives the loops inside it too). */
+function trippedLoop(guard, outputs) {
+  const bytes = guard && outputs[guard.name];
+  if (!bytes) return null;
+  const counts = new Uint32Array(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / 4));
+  const tripped = guard.loops.filter((_, i) => counts[i] > 0);
+  const ids = new Set(guard.loops.map((_, i) => i).filter((i) => counts[i] > 0));
+  return tripped.find((loop) => !loop.within.some((i) => ids.has(i))) || tripped[0] || null;
+}
+
 async function runJob(job) {
   const meta = job.meta || {};
-  startRun(job.code);
-  if (stuck && stuck.code === job.code) {
+  const guard = meta.guard || null;
+  const source = guard ? guard.source : job.code;  // what the learner wrote
+  const caseText = meta.case_text || meta.case || "the first GPU case";
+  startRun(source);
+  if (stuck && stuck.source === source) {
     throw new Error(`not run: this shader did not finish within ${GPU_TIME_LIMIT_MS / 1000} s on ` +
                     `${stuck.caseText}; fix it and run the checks again`);
+  }
+  if (tripped && (tripped.source !== source || tripped.caseId === meta.case)) tripped = null;  // a new run
+  if (tripped) {
+    throw new Error(`not run: the \`${tripped.loop.kind}\` loop on line ${tripped.loop.line} ran ` +
+                    `past its budget on ${tripped.caseText} (see that check); fix it and run the ` +
+                    "checks again");
   }
   if (meta.layout) {
     panel.layouts.set(meta.case, {caseText: meta.case_text, layout: meta.layout});
@@ -385,7 +426,7 @@ async function runJob(job) {
     throw new Error(`refused: your shader needs ${meta.layout.bytes_used} bytes of workgroup ` +
                     `storage, over this device's maxComputeWorkgroupStorageSize of ${limit}`);
   }
-  const messages = await compileMessages(g.device, job.code);
+  const messages = await compileMessages(g.device, source);
   const errors = messages.filter((m) => m.type === "error");
   renderMessages(messages, errors.length ? "error" : "ok");
   markMessages(messages);
@@ -400,19 +441,31 @@ async function runJob(job) {
     ({outputs} = await withinTimeLimit(runSpec(g, job)));
   } catch (error) {
     if (error.timedOut) {
-      stuck = {code: job.code, caseText: meta.case_text || meta.case || "the first GPU case"};
+      stuck = {source, caseText};
       abandonDevice(g);
+    } else if (guard && /WGSL compilation failed/.test(error.message)) {
+      throw new Error("your shader compiles, but not with the lab's loop guard added (a bug in " +
+                      `the lab: please report it): ${error.message}`);
     }
     throw error;
   }
-  if (meta.reference) {
+  const loop = trippedLoop(guard, outputs);
+  if (loop) {  // Python's verify says so; the other GPU checks of this shader are not started
+    tripped = {source, caseId: meta.case, caseText, loop};
+    markLoop(loop, caseText);
+    return outputs;
+  }
+  if (meta.reference) {  // it ended on these inputs: time the learner's own text, unguarded
+    const mineSpec = guard ? {...job, code: source, bindings: job.bindings.filter((b) => b.name !== guard.name)}
+                           : job;
     const ref = meta.reference;
-    const refSpec = {...job, code: undefined, shader: ref.shader, constants: ref.constants,
+    const refSpec = {...mineSpec, code: undefined, shader: ref.shader, constants: ref.constants,
                      workgroups: ref.workgroups,
-                     bindings: [...job.bindings, ...(ref.bindings || [])]
+                     bindings: [...mineSpec.bindings, ...(ref.bindings || [])]
                          .sort((a, b) => a.binding - b.binding)};
-    await runSpec(g, refSpec);  // warm-up: pipeline creation
-    const mine = await time(g, job);
+    await runSpec(g, refSpec);  // warm-ups: pipeline creation
+    if (mineSpec !== job) await runSpec(g, mineSpec);
+    const mine = await time(g, mineSpec);
     const reference = await time(g, refSpec);
     panel.timings.set(meta.case, {caseId: meta.case, caseText: meta.case_text, mine, ref: reference,
                                   br: meta.layout.br, bc: meta.layout.bc, refBr: ref.br, refBc: ref.bc});
@@ -425,6 +478,7 @@ async function runJob(job) {
 document.addEventListener("exercise:graded", (event) => {
   const {result} = event.detail || {};
   if (!result || event.detail.exercise !== "wgsl") return;
+  tripped = null;  // a new run tries every check again
   startRun(event.detail.code);
   for (const c of result.checks || []) {
     if (c.layout && c.layout.arrays) {

@@ -1,8 +1,9 @@
 """The checks of both steps. GPU checks have two halves (see :mod:`nlpcore.lab.framework`):
 :meth:`GpuCase.prepare` fixes the plan, refuses a shader over the memory budget and returns a
-dispatch spec carrying the shader inline; the page runs it (``site/js/wgsl-exercise.js``) and
-:meth:`GpuCase.verify` compares what came back with the CPU mirror. The Python-only checks
-(interface, memory budget, the mirror with the learner's plan) run without WebGPU too.
+dispatch spec carrying the shader inline, its loops guarded (:mod:`.guard`); the page runs it
+(``site/js/wgsl-exercise.js``) and :meth:`GpuCase.verify` reads the loop guard's trips, then
+compares what came back with the CPU mirror. The Python-only checks (interface, memory
+budget, the mirror with the learner's plan) run without WebGPU too.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from nlpcore import tolerances
 from nlpcore.lab.framework import Check, CheckFailed, assert_close, shapes_of
 
 from .cases import TIMING_CASES, Case, _host, _tile_plan, expected, reference64
+from . import guard
 from .expressions import ShaderError
-from .interface import REQUIRED_USE, check_interface
+from .interface import BINDINGS, REQUIRED_USE, check_interface
 from .reader import ShaderInfo, parse_shader
 from .sizing import STORAGE_LIMIT, Layout, layout, refusal
 
@@ -61,7 +63,10 @@ class GpuCase:
     def __init__(self, case: Case):
         self.case = case
 
-    def spec(self, ns) -> dict:
+    def _spec(self, ns) -> Tuple[dict, guard.Guarded]:
+        """The dispatch spec and the guarded shader it runs (rebuilt by verify, never taken
+        from the page)."""
+        source = _source(ns)
         info, lay = _plan_for(ns, self.case)
         unused = [n for n in REQUIRED_USE if not info.uses(n)]
         if unused:
@@ -73,14 +78,29 @@ class GpuCase:
         q, k, v, mask, _, _ = expected(self.case, br, bc)
         spec = mirror.dispatch_spec(q, k, v, causal=self.case.causal, mask=mask,
                                     plan=_tile_plan(self.case, lay))
+        n_k = spec["meta"]["n_k"]
+        try:
+            guarded = guard.instrument(
+                source, guard.work_budget(n_k, self.case.d, self.case.dv, br, bc, lay.invocations),
+                binding=max(list(info.bindings) + [b for b, _, _ in BINDINGS]) + 1)
+        except ShaderError as err:
+            raise CheckFailed(str(err), expected="a shader the loop guard can count")
         spec["shader"] = "your-shader.wgsl"
-        spec["code"] = ns["source"]
+        spec["code"] = guarded.code  # the learner's lines, every loop bounded
         spec["constants"] = dict(lay.constants)
         unbound = [b for b in spec["bindings"] if not info.uses(b["name"])]
         spec["bindings"] = [b for b in spec["bindings"] if info.uses(b["name"])]
+        if any(l.function == "main" or info.uses(l.function) for l in guarded.loops):
+            # the trips buffer, bound only when a loop can run: WebGPU rejects a binding that
+            # the entry point does not use
+            spec["bindings"].append({"binding": guarded.binding, "type": "storage",
+                                     "name": guarded.name, "data": None, "size": guarded.size,
+                                     "output": True})
         spec["meta"].update({
             "case": self.case.id, "case_text": self.case.describe(br, bc),
             "layout": lay.as_dict(),
+            # the page compiles `source` for its messages (the learner's columns) and times it
+            "guard": dict(guarded.meta(), source=source),
         })
         if self.case.id in TIMING_CASES:  # the same inputs through the lab's reference shader
             auto = tiling.plan(self.case.d, 4, dv=self.case.dv)
@@ -89,21 +109,37 @@ class GpuCase:
                                          "workgroups": [-(-q.shape[1] // auto.br), 1, q.shape[0]],
                                          "br": auto.br, "bc": auto.bc,
                                          "bindings": unbound}  # those the learner's shader lacks
-        return spec
+        return spec, guarded
+
+    def spec(self, ns) -> dict:
+        return self._spec(ns)[0]
 
     def prepare(self, ns) -> dict:
         return self.spec(ns)
 
     def verify(self, ns, job, outputs) -> str:
-        spec = self.spec(ns)  # rebuilt from the case, not trusted from the page
+        spec, guarded = self._spec(ns)  # rebuilt from the case, not trusted from the page
         br, bc = spec["meta"]["layout"]["br"], spec["meta"]["layout"]["bc"]
+        context = "%s [%s; BR=%d, BC=%d]" % (self.case.title, self.case.describe(br, bc), br, bc)
+        outputs = outputs or {}
+        if any(b["name"] == guarded.name for b in spec["bindings"]):
+            try:
+                trips = guard.trips(guarded, outputs.get(guarded.name))
+            except ValueError as err:
+                raise CheckFailed("the page did not return the loop guard's record (%s), so this "
+                                  "run proves nothing" % err, expected="outputs o, lse and %s"
+                                  % guarded.name, got=sorted(outputs))
+            invocations = int(np.prod(spec["workgroups"])) * spec["meta"]["layout"]["workgroup_size"]
+            stopped = guard.describe_trips(guarded, trips, invocations)
+            if stopped:
+                raise CheckFailed("%s: %s" % (context, stopped), expected="every loop ends within "
+                                  "its budget", got="stopped by the loop guard")
         q, k, v, mask, o_want, lse_want = expected(self.case, br, bc)
-        missing = [n for n in ("o", "lse") if n not in (outputs or {})]
+        missing = [n for n in ("o", "lse") if n not in outputs]
         if missing:
             raise CheckFailed("the page returned no %s buffer" % " or ".join(missing),
-                              expected="outputs o and lse", got=sorted(outputs or {}))
+                              expected="outputs o and lse", got=sorted(outputs))
         o, lse = mirror.decode_outputs(spec, outputs)
-        context = "%s [%s; BR=%d, BC=%d]" % (self.case.title, self.case.describe(br, bc), br, bc)
         shapes = shapes_of(q=q, k=k, v=v, o=o_want)
         if not np.any(o) and np.any(o_want):
             raise CheckFailed("%s: your kernel left o all zeros — nothing was written back "

@@ -12,6 +12,8 @@ The modules beside this one hold one idea each:
 - ``sizing.py`` -- WGSL type sizes, workgroup bytes, the refusal and a plan that fits;
 - ``cases.py`` -- the inputs and the expected outputs (the mirror under the learner's plan);
 - ``checks.py`` -- the Python-only checks and the two-halved GPU checks;
+- ``guard.py`` -- every loop of the learner's shader bounded before the page runs it, so that a
+  shader that never finishes stops within seconds and names its loop;
 - ``patches.py`` -- texts made from the lab's shader by find -> replace edits, checked to apply;
 - ``hardening.py`` -- the Harden starter: the lab's shader minus its hardening (TODO H1-H5);
 - ``planted_bugs.py`` -- one-edit patches of the lab's shader, for the tests.

@@ -1,8 +1,8 @@
 """Reading a learner's shader: overrides, consts, bindings, workgroup arrays, entry point.
 
 A small WGSL subset, read with regular expressions after comments are blanked out (line numbers
-still match the editor). :func:`parse_shader` caches, since every check of one grading reads the
-same source.
+still match the editor; :func:`blank_comments` is shared with :mod:`.guard`).
+:func:`parse_shader` caches, since every check of one grading reads the same source.
 """
 from __future__ import annotations
 
@@ -11,11 +11,42 @@ from dataclasses import dataclass
 from typing import Dict, FrozenSet, Optional, Tuple
 
 
-def _strip_comments(source: str) -> str:
-    """WGSL without // and /* */ comments; newlines kept so line numbers still match."""
-    def blank(match):
-        return re.sub(r"[^\n]", " ", match.group(0))
-    return re.sub(r"/\*.*?\*/|//[^\n]*", blank, source, flags=re.S)
+_COMMENT_MARK = re.compile(r"//|/\*|\*/")
+
+
+def blank_comments(source: str) -> str:
+    """WGSL with its comments blanked out: every character of a ``//`` or ``/* */`` comment
+    becomes a space, newlines stay, so positions, line and column numbers still match the
+    source. Block comments nest in WGSL (``/* a /* b */ c */`` is one comment), and ``//``
+    inside a block comment starts nothing."""
+    spans, pos, depth, start = [], 0, 0, 0
+    while True:
+        m = _COMMENT_MARK.search(source, pos)
+        if m is None:
+            break
+        mark, pos = m.group(), m.end()
+        if depth == 0 and mark == "//":
+            end = source.find("\n", pos)
+            end = len(source) if end < 0 else end
+            spans.append((m.start(), end))
+            pos = end
+        elif mark == "/*":
+            if depth == 0:
+                start = m.start()
+            depth += 1
+        elif mark == "*/" and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, pos))
+    if depth:  # an unterminated block comment runs to the end
+        spans.append((start, len(source)))
+    parts, last = [], 0
+    for a, b in spans:
+        parts.append(source[last:a])
+        parts.append(re.sub(r"[^\n]", " ", source[a:b]))
+        last = b
+    parts.append(source[last:])
+    return "".join(parts)
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -67,7 +98,7 @@ def parse_shader(source: str) -> ShaderInfo:
 def _parse(source: str) -> ShaderInfo:
     if not isinstance(source, str):
         raise TypeError("source must be a str of WGSL, got %s" % type(source).__name__)
-    text = _strip_comments(source)
+    text = blank_comments(source)
     overrides = {}
     for m in re.finditer(r"\boverride\s+(\w+)\s*(?::\s*\w+)?\s*(?:=\s*([^;]+))?;", text):
         overrides[m.group(1)] = m.group(2).strip() if m.group(2) else None
