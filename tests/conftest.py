@@ -23,3 +23,16 @@ if importlib.util.find_spec("triton") is not None and importlib.util.find_spec("
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
     import triton  # noqa: F401  (see the module docstring: load libtriton before lavapipe's LLVM)
+
+import pytest  # noqa: E402  (after the Triton import above, on purpose)
+
+
+@pytest.fixture(scope="module")
+def wgpu_device():
+    """Fails (never skips) where wgpu-py has no Vulkan driver: the WGSL tests must run."""
+    from nlpcore.kernels import flash_wgpu
+
+    try:
+        flash_wgpu.device()
+    except (ImportError, RuntimeError) as err:
+        pytest.fail("wgpu-py with a Vulkan driver is required: %s" % err)

@@ -213,16 +213,6 @@ def test_verify_needs_every_output():
 
 # ---- on a real WebGPU implementation (wgpu-py) ---------------------------------------------
 
-@pytest.fixture(scope="module")
-def wgpu_device():
-    from nlpcore.kernels import flash_wgpu
-
-    try:
-        flash_wgpu.device()
-    except (ImportError, RuntimeError) as err:
-        pytest.fail("wgpu-py with a Vulkan driver is required: %s" % err)
-
-
 @pytest.mark.parametrize("name", ["scratch_starter.wgsl", "scratch_solution.wgsl", "harden_starter.wgsl"])
 def test_every_exercise_shader_compiles_with_naga(wgpu_device, name):
     """Starters included: the learner's first run must not be a compile error. (Tint, the

@@ -265,16 +265,6 @@ def test_the_page_gets_the_guarded_shader_and_the_learners_own():
 
 # ---- on a real WebGPU implementation (wgpu-py on lavapipe) ---------------------------------
 
-@pytest.fixture(scope="module")
-def wgpu_device():
-    from nlpcore.kernels import flash_wgpu
-
-    try:
-        flash_wgpu.device()
-    except (ImportError, RuntimeError) as err:
-        pytest.fail("wgpu-py with a Vulkan driver is required: %s" % err)
-
-
 def naga_accepts(code: str) -> bool:
     from nlpcore.kernels import flash_wgpu
 
