@@ -34,7 +34,18 @@ import time
 VARIANTS = ["p0", "library", "per_entry_mix", "xor_only"]
 FIG2 = {"batch": 64, "heads": 16, "n": 1024, "d": 64}
 DROPOUT_P = 0.1
-BASELINE_MS = 14.958784103393555  # bench/results/io_h200.json, the PyTorch baseline at Figure 2
+IO_RECORD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "io_h200.json")
+
+
+def baseline_ms():
+    """The PyTorch baseline's step at Figure 2 from bench/io_h200.py's record (None without it):
+    the speed-ups below are against the same baseline the IO record measured."""
+    try:
+        with open(IO_RECORD) as f:
+            rows = json.load(f)["rows"]
+        return next(r["runtime_ms"] for r in rows if r["setting"] == "figure2" and r["impl"] == "baseline")
+    except (OSError, KeyError, ValueError, StopIteration):
+        return None
 
 
 def worker(variant, dry_run, d):
@@ -89,8 +100,12 @@ def worker(variant, dry_run, d):
     torch.cuda.synchronize()
     step_ms = triton.testing.do_bench(step, warmup=50, rep=300, return_mode="median")
     fwd_ms = triton.testing.do_bench(fwd, warmup=50, rep=300, return_mode="median")
-    return {"variant": variant, "d": d, "p": p, "step_ms": step_ms, "fwd_ms": fwd_ms,
-            "bwd_ms": step_ms - fwd_ms, "speedup_vs_baseline": BASELINE_MS / step_ms, "sanity": sanity}
+    row = {"variant": variant, "d": d, "p": p, "step_ms": step_ms, "fwd_ms": fwd_ms,
+           "bwd_ms": step_ms - fwd_ms, "sanity": sanity}
+    base = baseline_ms()
+    if base is not None:
+        row["speedup_vs_baseline"] = base / step_ms
+    return row
 
 
 def main():
@@ -122,6 +137,7 @@ def main():
         with open(path, "w") as f:  # after every variant: a run cut short keeps what it measured
             json.dump({"benchmark": "dropout_cost_h200", "setting": dict(FIG2, d=args.d, causal=True,
                        dtype="float16", dropout_p=DROPOUT_P), "rows": rows,
+                       "baseline_ms": baseline_ms(), "baseline_from": "bench/results/io_h200.json",
                        "command": "PYTHONPATH=py python3 bench/dropout_cost_h200.py " + " ".join(sys.argv[1:])},
                       f, indent=1)
     print("wrote", path)
