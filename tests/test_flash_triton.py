@@ -283,7 +283,7 @@ def test_the_starter_is_generated_from_the_marked_solution():
 
 
 def test_the_learner_writes_the_kernel_body_and_the_autograd_wrapper():
-    from nlpcore.lab.framework import solution_text
+    from nlpcore.lab.model import solution_text
     starter, solution = STARTER.read_text(encoding="utf-8"), solution_text(KERNEL_SOLUTION.read_text(encoding="utf-8"))
     for line in ("m_new = tl.maximum(m_i, tl.max(s, 1))", "alpha = tl.exp2(m_i - m_new)",
                  "lse = (m_i + tl.log2(l_i)) * LN2", "ctx.save_for_backward(q, k, v, o, lse)",
@@ -298,7 +298,7 @@ def test_the_learner_writes_the_kernel_body_and_the_autograd_wrapper():
 
 
 def test_grader_fails_the_starter_and_passes_the_solution(capsys, tmp_path):
-    from nlpcore.lab.framework import solution_text
+    from nlpcore.lab.model import solution_text
     status, out = _grade(STARTER, capsys)
     assert status == 1 and "FAIL" in out, out
     assert "forward o · ragged N=100, d=32" in out  # names the case that failed
