@@ -20,11 +20,17 @@ runs and judges them.
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List
+import os
+import sys
+from typing import Dict, List, Optional
 
 from .exercises import discover as _discover
+from . import session as _session
 from .model import Exercise
 from .session import grade as _grade, library_changed, verify_js as _verify_js
+
+# Whether the learner's phase of a grade runs in a separate process (CPython; not Pyodide).
+SEPARATE_PROCESS = sys.platform != "emscripten" and hasattr(os, "fork")
 
 _cache: Dict[str, Exercise] = {}
 

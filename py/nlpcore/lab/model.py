@@ -43,6 +43,29 @@ LIBRARY_KERNELS = ("nlpcore.kernels.reference", "nlpcore.kernels.flash_np",
                    "nlpcore.kernels.ring", "nlpcore.kernels.flash_wgsl_mirror")
 
 
+class _Inputs:
+    """The grade under way: checks derive their inputs from its seed (``judging.rng``), the same
+    on the learner's side and the judge's. Kept out of the snapshot (``sandbox_skip``)."""
+    sandbox_skip = True
+
+    def __init__(self):
+        self.seed = 0
+
+
+_INPUTS = _Inputs()
+
+
+def set_seed(seed: int) -> None:
+    """The seed of the grade under way (an int >= 0)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError("seed must be an int >= 0, got %r" % (seed,))
+    _INPUTS.seed = seed
+
+
+def grade_seed() -> int:
+    return _INPUTS.seed
+
+
 class Folder:
     """The files of one exercise folder (``nlpcore/lab/exercises/<id>/``): statements as
     ``<step>.md``, starters and solutions as ``<step>_starter.<ext>`` / ``<step>_solution.<ext>``.
