@@ -54,19 +54,16 @@ def ref64(q, k, v, do, causal, scale=None):
 
 
 def assert_close(name, got, want, dtype, kind, plain=None, inputs=""):
-    """Shape, no NaN, and the dtype's bar; the message names max |Δ|, where, and the inputs."""
-    assert tuple(got.shape) == tuple(want.shape), f"{name}: shape {tuple(got.shape)} != {tuple(want.shape)}"
-    got64, want = got.detach().double(), want.detach()
-    assert not torch.isnan(got64).any(), f"{name}: NaN in result ({inputs})"
+    """Shape, no NaN, and the dtype's bar (nlpcore.tolerances.compare); the message names max
+    |Δ|, where, and the inputs."""
+    want = want.detach()
     if dtype == torch.float32:
-        bound = tolerances.TRITON_FLOAT32[kind].bound(float(want.detach().abs().max()))
+        bound = tolerances.TRITON_FLOAT32[kind].bound(float(want.abs().max()))
     else:
         bound = check_triton.flash_bound(plain, want)
-    diff = (got64 - want).abs()
-    err = float(diff.max())
-    where = tuple(int(i) for i in np.unravel_index(int(diff.argmax()), tuple(diff.shape)))
-    assert err <= bound, f"{name}: max|Δ| {err:.3g} > {bound:.3g} at {where} ({inputs})"
-    return err
+    verdict = tolerances.compare(got.detach().double().cpu().numpy(), want.double().cpu().numpy(), bound)
+    assert verdict.ok, f"{name}: {verdict.problem} (max|Δ| {verdict.max_err:.3g}, bound {bound:.3g}; {inputs})"
+    return verdict.max_err
 
 
 def make(b, h, n_q, n_k, d, dtype, seed):

@@ -205,17 +205,17 @@ class Verdict(NamedTuple):
 
 
 def compare(got, ref, bound):
-    """max |got - ref| against bound; NaN or a wrong shape never passes."""
-    if tuple(got.shape) != tuple(ref.shape):
+    """max |got - ref| against bound (:func:`nlpcore.tolerances.compare`); NaN, a mismatched
+    infinity or a wrong shape never passes."""
+    g = got.detach().to(torch.float64).cpu().numpy()
+    r = ref.detach().to(torch.float64).cpu().numpy()
+    v = tolerances.compare(g, r, bound)
+    if not v.where and g.shape != r.shape:
         return Verdict(False, math.inf, bound, f"shape {tuple(got.shape)}, expected {tuple(ref.shape)}")
-    got = got.detach()
-    diff = (got.to(torch.float64) - ref).abs()
-    diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
-    flat = int(torch.argmax(diff))
-    idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
-    err = float(diff.reshape(-1)[flat])
-    where = f"at {idx}: got {float(got.reshape(-1)[flat]):.6g}, expected {float(ref.reshape(-1)[flat]):.6g}"
-    return Verdict(err <= bound, err, bound, where)
+    err = v.max_err if v.ok or math.isfinite(v.max_err) else math.inf
+    where = (f"at {v.where}: got {float(g[v.where]):.6g}, expected {float(r[v.where]):.6g}"
+             if g.size else "no entries")
+    return Verdict(v.ok, err, bound, where)
 
 
 def fp32_bound(ref, kind):
