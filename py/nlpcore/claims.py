@@ -228,7 +228,8 @@ CLAIMS: Tuple[Claim, ...] = (
           quote="In FlashAttention-2, we instead split Q across 4 warps while keeping K and V accessible by all "
                 "warps."),
     Claim("fa2-unscaled-credit",
-          "The unnormalised accumulator of Episode 4 and of the Compose steps — rescale "
+          "The unnormalised accumulator of <a href=\"#ep4\">Episode 4</a>, of the online-softmax exercise's "
+          "Compose step and of the Triton kernel — rescale "
           '<span class="tex">O</span>, add <span class="tex">\\tilde P V</span>, divide once at the end — is '
           "FlashAttention-2's; the 2022 paper's Algorithm 1 keeps <span class=\"tex\">O_i</span> normalised "
           "after every block",

@@ -18,7 +18,7 @@ Which "SRAM" is meant matters, because the paper's M and what a kernel may use d
 Peak rates (dense, no sparsity) are the vendor's datasheet figures:
 
 - A100 SXM4 40 GB: 108 SMs, 1.555 TB/s HBM2 (the 80 GB part: 2.039 TB/s; the paper's "1.5-2.0TB/s"
-  rounds the two, and :data:`A100_HBM_BYTES_PER_S` is its 1.5 for the 40 GB part), 312 TFLOP/s
+  rounds the two down, and :data:`A100_HBM_BYTES_PER_S` is its 1.5 for the 40 GB part), 312 TFLOP/s
   fp16/bf16 on tensor cores, 19.5 TFLOP/s fp32 without them (NVIDIA A100 datasheet; whitepaper
   Table 1).
 - H100 SXM5 80 GB: 132 SMs, 3.35 TB/s HBM3, 989.4 TFLOP/s fp16/bf16 dense, 67 TFLOP/s fp32 (NVIDIA H100
@@ -60,8 +60,14 @@ A100_SMEM_FP16_ELEMENTS = A100_SMEM_PER_BLOCK_BYTES // FP16_BYTES
 """One block's shared-memory limit in fp16 elements: 83456 (the M a real kernel has)."""
 
 A100_HBM_BYTES_PER_S = 1.5e12
-"""HBM bandwidth of an A100, bytes per second: the paper's rounding of the 40 GB part's 1.555 TB/s
+"""HBM bandwidth of an A100, bytes per second: the paper's figure, rounded down, for the 40 GB part's 1.555 TB/s
 (the 80 GB part has 2.039 TB/s)."""
+
+A100_40GB_HBM_BYTES_PER_S = 1.555e12
+"""HBM2 bandwidth of the A100 SXM4 40 GB, bytes per second (NVIDIA A100 datasheet)."""
+
+A100_80GB_HBM_BYTES_PER_S = 2.039e12
+"""HBM2e bandwidth of the A100 SXM4 80 GB, bytes per second (NVIDIA A100 datasheet)."""
 
 A100_FP16_FLOPS = 312e12
 """fp16 tensor-core arithmetic of an A100, FLOP per second."""
@@ -154,6 +160,8 @@ def as_dict() -> dict:
            "a100_smem_fp16_elements": A100_SMEM_FP16_ELEMENTS,
            "a100_hbm_bytes_per_s": A100_HBM_BYTES_PER_S, "a100_fp16_flops": A100_FP16_FLOPS,
            "a100_hbm_tb_per_s": "%g" % (A100_HBM_BYTES_PER_S / 1e12),
+           "a100_40gb_hbm_tb_per_s": "%g" % (A100_40GB_HBM_BYTES_PER_S / 1e12),
+           "a100_80gb_hbm_tb_per_s": "%g" % (A100_80GB_HBM_BYTES_PER_S / 1e12),
            "a100_fp16_tflops": "%g" % (A100_FP16_FLOPS / 1e12),
            "a100_ridge_flop_per_byte": "%.0f" % (A100_FP16_FLOPS / A100_HBM_BYTES_PER_S),
            "h200_fp32_tflops": "%g" % (H200_FP32_FLOPS / 1e12), "warp_size": WARP_SIZE}
