@@ -381,4 +381,5 @@ def build() -> Exercise:
                  "Dao et al. 2022, FlashAttention, arXiv:2205.14135"),
         extra={"panels": [_starter_panel()],
                "check_command": CHECK_COMMAND,
-               "results": RESULTS_PATH})
+               "results": RESULTS_PATH,
+               "js_modules": ["js/exercises/triton.js"]})
