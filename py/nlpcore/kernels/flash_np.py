@@ -19,7 +19,10 @@ Loop order (a documented choice, ``loop_order=``):
   the inner loop walks query tiles, and O, l, m are read from and written back to HBM at every
   step. This is the order whose IO the paper analyses (Theorem 2: Θ(N²d²/M)).
 - ``"q_outer"`` is FlashAttention-2's order (Dao 2023): each query tile stays in SRAM while
-  all key tiles stream past, so O is written once. Same arithmetic, less traffic.
+  all key tiles stream past, so O is written once. Same arithmetic; the traffic moves from
+  re-reading Q and O once per key tile to re-reading K and V once per query tile, which is more
+  with Algorithm 1's short query tiles (Br = min(Bc, d)) and less only when Br ≈ Bc
+  (``io_model.flash_accesses(..., loop_order=)``; bench/results/io_claim.json, "flash2_bytes").
 
 Backward (the paper's Algorithm 4, with FlashAttention-2's precomputed D): P is *recomputed*
 per tile from the saved lse, P_ij = exp(S_ij − lse_i), and the softmax Jacobian uses
