@@ -23,9 +23,9 @@ import numpy as np
 from nlpcore import hardware
 from nlpcore.kernels import reference
 from nlpcore.kernels.tiling import WEBGPU_DEFAULT_STORAGE
-from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
-                                  assert_close, call_learner, expect_array, expect_number,
-                                  plain_tuple, rng, shapes_of)
+from nlpcore.lab.judging import (assert_close, call_learner, expect_array, expect_number,
+                                 plain_tuple, rng, shapes_of)
+from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, LIBRARY_KERNELS, Step
 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
@@ -397,4 +397,5 @@ def build() -> Exercise:
                  "Dao et al. 2022, FlashAttention, arXiv:2205.14135"),
         extra={"panels": [_starter_panel()],
                "check_command": CHECK_COMMAND,
-               "results": RESULTS_PATH})
+               "results": RESULTS_PATH,
+               "js_modules": ["js/exercises/triton.js"]})
