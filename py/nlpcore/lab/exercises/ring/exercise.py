@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from nlpcore import hardware
 from nlpcore.kernels import flash_np, reference, ring, split_k
 from nlpcore.lab.judging import assert_close, call_learner, expect_number, relative_close, rng, shapes_of
 from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, Step
@@ -432,11 +433,21 @@ def _report_balance(ns):
 
 # ------------------------------------------------------------------------------------------
 
+def _overlap_numbers() -> dict:
+    """The ring's overlap condition in numbers for the statement (nlpcore.hardware)."""
+    out = {}
+    for link in ("NVLink", "PCIe"):
+        out["h200_%s_min_block" % link.lower()] = "{:,}".format(hardware.ring_min_block("H200", link))
+        out["h200_%s_oneway" % link.lower()] = "%g" % (hardware.link_bytes_per_s("H200", link) / 1e9)
+    return out
+
+
 def build() -> Exercise:
     predict = Step(
         id="predict", kind="Predict", title="Predict the ring's traffic and memory", minutes=15,
         statement=HERE.statement("predict", N=PREDICT_N, d=PREDICT_D, P=PREDICT_P, BYTES=PREDICT_BYTES,
-                                 rtol_percent=int(round(100 * PREDICT_RTOL))),
+                                 rtol_percent=int(round(100 * PREDICT_RTOL)),
+                                 **_overlap_numbers()),
         starter=HERE.starter("predict"), solution=HERE.solution("predict"),
         hints=(
             "A shard is $n = N / P = 128$ rows. After every step but the last, a device sends the "

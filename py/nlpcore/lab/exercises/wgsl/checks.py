@@ -1,7 +1,7 @@
 """The checks of both steps. GPU checks have two halves (see :mod:`nlpcore.lab.framework`):
 :meth:`GpuCase.prepare` fixes the plan, refuses a shader over the memory budget and returns a
 dispatch spec carrying the shader inline, its loops guarded (:mod:`.guard`); the page runs it
-(``site/js/wgsl-exercise.js``) and :meth:`GpuCase.verify` reads the loop guard's trips, then
+(``site/js/exercises/wgsl.js``) and :meth:`GpuCase.verify` reads the loop guard's trips, then
 compares what came back with the CPU mirror. The Python-only checks (interface, memory
 budget, the mirror with the learner's plan) run without WebGPU too.
 """

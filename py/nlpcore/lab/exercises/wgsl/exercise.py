@@ -142,5 +142,5 @@ def build() -> Exercise:
             "arXiv:1805.02867",
             "WebGPU spec, limits: maxComputeWorkgroupStorageSize (16384 bytes by default)",
         ),
-        extra={"js_modules": ["js/wgsl-exercise.js"], "language": "wgsl"},
+        extra={"js_modules": ["js/exercises/wgsl.js"], "language": "wgsl"},
     )
