@@ -176,7 +176,7 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(2, 1)                           # the zygote's own prints go to stderr
-    from .. import lab
+    lab = importlib.import_module("nlpcore.lab")   # (by name: nlpcore.lab imports this module)
     from . import session
     lab.exercises()                         # every exercise built once, before any fork
     session.pristine()                      # and the snapshot each learner process restores to
@@ -223,7 +223,7 @@ def _serve(request: dict, keep_closed) -> dict:
 
 
 def _learner(request: dict, fd: int) -> None:
-    from .. import lab
+    lab = importlib.import_module("nlpcore.lab")
     from . import session, wire
     exercises = importlib.import_module("nlpcore.lab.exercises")
     for path in request["paths"]:

@@ -24,7 +24,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import model, refusal, sandbox, wire
+from .. import refusal
+from . import model, sandbox, wire
 from .model import Check, CheckFailed, Exercise, LearnerError, RefusedCall, Step, result
 from ..plain import to_plain
 
@@ -55,7 +56,7 @@ class _Session:
 
 
 class _Grader:
-    """The framework's own bookkeeping, left out of the snapshot (``sandbox_skip``)."""
+    """The grader's own bookkeeping, left out of the snapshot (``sandbox_skip``)."""
     sandbox_skip = True
 
     def __init__(self):
@@ -206,7 +207,7 @@ def _learner_traceback(err: BaseException) -> str:
 def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
     """Run learner code inside: its printed output is captured, the functions of the ``refuse``
     modules (strictly) and of the ``own`` modules (the exercise's; not strictly) refuse its
-    calls (:mod:`nlpcore.lab.refusal`), and afterwards the interpreter is restored to :func:`pristine`.
+    calls (:mod:`nlpcore.refusal`), and afterwards the interpreter is restored to :func:`pristine`.
     Yields the :class:`_Session`; ``session.restored`` lists what had been changed (and
     AUDITED_EVENTS seen): empty for code that kept to itself."""
     for name in tuple(refuse) + tuple(own):  # imported before the snapshot, not inside

@@ -140,7 +140,7 @@ def _float32_accumulated(q, k, v):
 
 # The memory checks' size: a full Nq×Nk float64 score matrix is 4 MiB and one query tile
 # against every key 2 MiB, while tiles and copies of the inputs fit in 1.5 MiB (forward) and
-# 2.1 MiB (backward, which has more inputs and outputs) (framework.tiled_budget). Values are
+# 2.1 MiB (backward, which has more inputs and outputs) (judging.tiled_budget). Values are
 # spot-checked on the first SPOT_ROWS rows.
 TILED = ("Nq=128, Nk=4096, d=2", 128, 4096, 2, 64, 256)
 SPOT_ROWS = 16

@@ -1,4 +1,4 @@
-"""The checks of both steps. GPU checks have two halves (see :mod:`nlpcore.lab.framework`):
+"""The checks of both steps. GPU checks have two halves (see :mod:`nlpcore.lab.model`):
 :meth:`GpuCase.prepare` fixes the plan, refuses a shader over the memory budget and returns a
 dispatch spec carrying the shader inline, its loops guarded (:mod:`.guard`); the page runs it
 (``site/js/exercises/wgsl.js``) and :meth:`GpuCase.verify` reads the loop guard's trips, then
