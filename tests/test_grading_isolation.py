@@ -25,9 +25,9 @@ LATER = [
 
 MISCHIEF = {
     "grader functions": """
-        from nlpcore.lab import judging, model, session
-        session.run_check = lambda check, ns: model.result(check.id, check.title, "pass")
-        session._verdict = lambda check, fn, *a, **k: model.result(check.id, check.title, "pass")
+        from nlpcore.lab import judging, model, verdict
+        verdict.finish = lambda ex, st, checks, phase, judged_ms=0.0: {"passed": True, "checks": []}
+        verdict._judged = lambda check, fn, *a, **k: model.result(check.id, check.title, "pass")
         judging.assert_close = lambda *a, **k: 0.0
     """,
     "numpy functions": """

@@ -3,7 +3,7 @@
 Three processes take part, and only the last one ever runs learner code:
 
 - the **judge** (the caller of :func:`collect`, e.g. ``nlpcore.lab.grade``) never imports or
-  runs the learner's code; it judges what comes back (:func:`nlpcore.lab.session.judge`);
+  runs the learner's code; it judges what comes back (:func:`nlpcore.lab.verdict.judge`);
 - the **zygote** (``python -m nlpcore.lab.runner``, started once and kept) has imported NumPy and
   the grader and built every exercise, and never runs learner code either: for each request it
   forks

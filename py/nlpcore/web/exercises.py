@@ -36,7 +36,7 @@ import traceback as _traceback
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import guided, session, wire
+from ..lab import guided, session, verdict, wire
 
 __all__ = ["catalog", "grade", "collect", "judge", "conclude", "scratch", "verify", "lab_check",
            "lab_timing_spec"]
@@ -61,7 +61,7 @@ def catalog() -> list:
 
 
 def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
-    """Grade ``code`` for one step of one exercise; see nlpcore.lab.session.grade."""
+    """Grade ``code`` for one step of one exercise; see nlpcore.lab.grade (in Pyodide: nlpcore.lab.verdict.grade)."""
     return lab.grade(_str(exercise, "exercise"), _str(step, "step"), _str(code, "code"))
 
 
@@ -70,7 +70,7 @@ def collect(exercise: str, step: str, code: str) -> Dict[str, Any]:
     collected data as one JSON text, nlpcore.lab.wire), restored}. Hand ``phase`` to
     :func:`judge` in the judge worker."""
     ex = lab.exercise(_str(exercise, "exercise"))
-    phase = session.collect(ex, _str(step, "step"), _str(code, "code"), session.new_seed())
+    phase = session.collect(ex, _str(step, "step"), _str(code, "code"), verdict.new_seed())
     return {"phase": wire.pack(phase), "restored": phase["restored"]}
 
 
@@ -79,7 +79,7 @@ def judge(exercise: str, step: str, phase: str) -> Dict[str, Any]:
     code: {passed, checks, record, report, stdout, stderr, traceback, restored, seed, elapsed_ms};
     checks that run in the page come back "pending" with their job (then :func:`conclude`)."""
     ex = lab.exercise(_str(exercise, "exercise"))
-    return session.judge(ex, _str(step, "step"), wire.unpack(_str(phase, "phase")))
+    return verdict.judge(ex, _str(step, "step"), wire.unpack(_str(phase, "phase")))
 
 
 def conclude(exercise: str, step: str, code: str, grade: Dict[str, Any],
@@ -91,7 +91,7 @@ def conclude(exercise: str, step: str, code: str, grade: Dict[str, Any],
         raise TypeError("grade: expected the dict judge() returned")
     if not isinstance(ran, dict):
         raise TypeError("ran: expected a dict {check id: {outputs} or {error, fails_all}}")
-    return session.conclude(lab.exercise(_str(exercise, "exercise")), _str(step, "step"),
+    return verdict.conclude(lab.exercise(_str(exercise, "exercise")), _str(step, "step"),
                             _str(code, "code"), grade, ran)
 
 
