@@ -112,6 +112,9 @@ def main():
     else:
         record["rows"] = [row(d, n, c, VARIANTS, ("cudnn",), log) for d, n, c in ABLATION_SHAPES]
         name = "fa3_h200.json"
+    record["tuned"] = {str(key): {"config (BLOCK_N, STAGES)": list(v["config"]), "ms": v["ms"]}
+                       for key, v in flash_fa3.TUNED.items()}
+    record["tuned_key"] = "(d, dtype, causal, warp_spec, pingpong, overlap, N.bit_length())"
     record["seconds"] = time.time() - t0
     with open(os.path.join(args.out, name), "w") as f:
         json.dump(record, f, indent=1)

@@ -192,6 +192,7 @@ def tuned_configs():
     out = {}
     for label, kernel in (("fwd", ft._fwd_kernel), ("dkdv", ft._bwd_dkdv_kernel), ("dq", ft._bwd_dq_kernel)):
         out[label] = {str(key): str(cfg) for key, cfg in kernel.cache.items()}
+    out["fa3"] = {str(key): {"config (BLOCK_N, STAGES)": list(v["config"]), "ms": v["ms"]} for key, v in fa3.TUNED.items()}
     return out
 
 

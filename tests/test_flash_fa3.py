@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import os
+import pathlib
 import re
+import subprocess
 import sys
 
 import pytest
@@ -28,6 +30,7 @@ from nlpcore.kernels import flash_fa3  # noqa: E402
 from nlpcore.kernels import flash_triton as ft  # noqa: E402
 
 DEVICE = "cpu" if ft.INTERPRET else "cuda"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _qkv(shape=(1, 2, 40, 32), dtype=torch.float16, seed=0):
@@ -105,11 +108,18 @@ def _gluon_hopper():
 @pytest.mark.skipif(not _gluon_hopper(), reason="this Triton has no Gluon Hopper API (Triton >= 3.6)")
 @pytest.mark.parametrize("warp_spec", [True, False])
 def test_compiles_for_sm90a_with_fa3s_structure(warp_spec):
-    """Ahead-of-time compile for sm_90a (no GPU needed) and read the roles off the PTX."""
+    """Ahead-of-time compile for sm_90a (no GPU needed) and read the roles off the PTX. In a
+    fresh process: this one runs Triton's interpreter, which would wrap the Gluon kernel."""
     from nlpcore.kernels import flash_fa3_gluon as kern
 
-    ptx = kern.compile_for_hopper(128, "bf16", causal=True, warp_spec=warp_spec,
-                                  pingpong=warp_spec).asm["ptx"]
+    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
+    code = ("import sys; from nlpcore.kernels import flash_fa3_gluon as k; "
+            f"sys.stdout.write(k.compile_for_hopper(128, 'bf16', causal=True, warp_spec={warp_spec}, "
+            f"pingpong={warp_spec}).asm['ptx'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ptx = proc.stdout
     assert "wgmma.mma_async" in ptx and "wgmma.wait_group.sync.aligned 1" in ptx  # async, overlapped
     assert "cp.async.bulk.tensor.3d" in ptx and "mbarrier.try_wait.parity" in ptx  # TMA + barriers
     regs = sorted({int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})

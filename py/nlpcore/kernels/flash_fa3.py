@@ -114,7 +114,31 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True,
     return _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap)
 
 
+# The (BLOCK_N, STAGES) chosen per key (head dim, dtype, causal, flags, log2 N): the first call
+# with a new key times each of flash_fa3_gluon.CANDIDATES once and keeps the fastest.
+TUNED = {}
+TUNE = True  # False: always the first candidate (flash_fa3_gluon.config)
+
+
 def _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap):
+    from . import flash_fa3_gluon as kern
+
+    d, n = q.shape[3], q.shape[2]
+    key = (d, str(q.dtype), bool(causal), bool(warp_spec), bool(pingpong), bool(overlap), n.bit_length())
+    cands = kern.CANDIDATES[d]
+    if key not in TUNED:
+        if not TUNE or len(cands) == 1:
+            TUNED[key] = {"config": cands[0], "ms": None}
+        else:
+            import triton
+
+            ms = [triton.testing.do_bench(lambda c=c: _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, *c),
+                                          warmup=5, rep=20) for c in cands]
+            TUNED[key] = {"config": cands[ms.index(min(ms))], "ms": dict(zip(map(str, cands), ms))}
+    return _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, *TUNED[key]["config"])
+
+
+def _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, block_n, stages):
     import triton
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -126,12 +150,11 @@ def _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap):
     o3 = torch.empty_like(q3)
     lse = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
     dtype_name = "bf16" if q.dtype == torch.bfloat16 else "fp16"
-    (q_block, q_layout), (kv_block, kv_layout) = kern.layouts(d, dtype_name, warp_spec)
+    (q_block, q_layout), (kv_block, kv_layout) = kern.layouts(d, dtype_name, warp_spec, block_n)
     q_desc = TensorDescriptor.from_tensor(q3, q_block, q_layout)
     o_desc = TensorDescriptor.from_tensor(o3, q_block, q_layout)
     k_desc = TensorDescriptor.from_tensor(k3, kv_block, kv_layout)
     v_desc = TensorDescriptor.from_tensor(v3, kv_block, kv_layout)
-    block_n, stages = kern.config(d)
     grid = (triton.cdiv(N, BLOCK_M), B * H)
     kern.fa3_fwd_kernel[grid](
         q_desc, k_desc, v_desc, o_desc, lse, N, scale * LOG2E,

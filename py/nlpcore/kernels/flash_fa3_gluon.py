@@ -51,6 +51,13 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+# TMA's copies (and the program-wide barrier) were renamed after Triton 3.6 (async_copy_global_to_shared -> async_load,
+# async_copy_shared_to_global -> async_store); the kernel runs on 3.6 (the H200's) and compiles
+# ahead of time on later releases (CI's), so it names them once here.
+_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+_cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # bar.sync over the program
+
 # Globals read inside @gluon.jit code must be constexpr; the host reads .value.
 LN2 = gl.constexpr(0.6931471805599453)  # ln 2: turns the base-2 logsumexp back into a natural one
 WG_ROWS = gl.constexpr(64)  # query rows per consumer warpgroup: wgmma's M is 64 per warpgroup
@@ -72,7 +79,7 @@ def _load(desc, smem, ready, slot, bh, row, pred=True):
     """Start a TMA copy of the tile at (bh, row, 0) into smem[slot]; ready[slot] completes
     once its bytes have landed. Rows past the head's end arrive as zeros."""
     mbarrier.expect(ready.index(slot), desc.block_type.nbytes, pred=pred)
-    tma.async_copy_global_to_shared(desc, [bh, row, 0], ready.index(slot), smem.index(slot), pred=pred)
+    _tma_load(desc, [bh, row, 0], ready.index(slot), smem.index(slot), pred=pred)
 
 
 @gluon.jit
@@ -99,7 +106,7 @@ def _release(desc, smem, ready, empty, slot, bh, j_next, n_blocks, BLOCK_N: gl.c
     slot's empty barrier). Without one (SELF_LOAD): wait for every warp of this program
     (bar.sync), then refill the slot with tile j_next itself."""
     if SELF_LOAD:
-        gl.thread_barrier()
+        _cta_barrier()
         _load(desc, smem, ready, slot, bh, j_next * BLOCK_N, pred=j_next < n_blocks)
     else:
         mbarrier.arrive(empty.index(slot))
@@ -215,7 +222,7 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, k_smem, v_smem,
     o_tile = q_smem.index(WG)  # this warpgroup's Q tile is free now: O goes out through it
     o_tile.reshape([ROWS, HEAD_DIM]).store(acc.to(dtype))
     fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [bh, q_row0, 0], o_tile)
+    _tma_store(o_desc, [bh, q_row0, 0], o_tile)
     tma.store_wait(0)
 
 
@@ -280,16 +287,22 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
 
 
 # --- launch configuration and ahead-of-time compilation ------------------------------------
+# (BLOCK_N, STAGES) candidates per head dim: key-tile rows and K/V ring depth. Shared memory
+# holds Q (128 rows) and STAGES slots of K and V: at d = 128, 32 KiB + STAGES · 64 KiB, so 3 is
+# the most that fits Hopper's 227 KiB. Powers of two only (the masks use arange). Bc = 256 at
+# d = 64 spills registers (ptxas: 288 bytes), so it is not offered. flash_fa3 times the
+# candidates on first use of a key and keeps the faster.
+CANDIDATES = {64: [(128, 3), (128, 4)], 128: [(128, 2), (128, 3)]}
+
+
 def config(head_dim):
-    """(BLOCK_N, STAGES) per head dim: key tile rows and K/V ring depth. Shared memory holds
-    Q (128 rows) and STAGES slots of K and V: at d = 128, 2 slots (32 KiB + 128 KiB)."""
-    return (128, 2) if head_dim == 128 else (128, 3)
+    """The default (BLOCK_N, STAGES) for a head dim (the first candidate)."""
+    return CANDIDATES[head_dim][0]
 
 
-def layouts(head_dim, dtype_name, warp_spec):
+def layouts(head_dim, dtype_name, warp_spec, block_n):
     """The NVMMA shared layouts (and block shapes) of the Q/O and K/V descriptors."""
     gdt = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype_name]
-    block_n, _ = config(head_dim)
     q_block = [1, WG_ROWS.value if warp_spec else 2 * WG_ROWS.value, head_dim]
     kv_block = [1, block_n, head_dim]
     return ((q_block, gl.NVMMASharedLayout.get_default_for(q_block, gdt)),
@@ -297,16 +310,17 @@ def layouts(head_dim, dtype_name, warp_spec):
 
 
 def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=True, pingpong=True,
-                       overlap=True):
+                       overlap=True, block_n=None, stages=None):
     """Compile the kernel for sm_90a without a GPU (to read its PTX and check its structure)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    (q_block, q_layout), (kv_block, kv_layout) = layouts(head_dim, dtype_name, warp_spec)
+    (q_block, q_layout), (kv_block, kv_layout) = layouts(head_dim, dtype_name, warp_spec, block_n or config(head_dim)[0])
     q_sig = f"tensordesc<{dtype_name}{q_block},{q_layout!r}>".replace(" ", "")
     kv_sig = f"tensordesc<{dtype_name}{kv_block},{kv_layout!r}>"
-    block_n, stages = config(head_dim)
+    block_n = block_n or config(head_dim)[0]
+    stages = stages or config(head_dim)[1]
     signature = {"q_desc": q_sig, "k_desc": kv_sig, "v_desc": kv_sig, "o_desc": q_sig, "lse_ptr": "*fp32",
                  "n_ctx": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
                  "STAGES": "constexpr", "CAUSAL": "constexpr", "WARP_SPEC": "constexpr",
