@@ -292,7 +292,7 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
 # the most that fits Hopper's 227 KiB. Powers of two only (the masks use arange). Bc = 256 at
 # d = 64 spills registers (ptxas: 288 bytes), so it is not offered. flash_fa3 times the
 # candidates on first use of a key and keeps the faster.
-CANDIDATES = {64: [(128, 3), (128, 4)], 128: [(128, 2), (128, 3)]}
+CANDIDATES = {64: [(128, 3), (128, 2), (128, 4)], 128: [(128, 2), (128, 3)]}
 
 
 def config(head_dim):
