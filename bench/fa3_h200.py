@@ -16,6 +16,11 @@ bf16, the benchmark shapes of bench/triton_h200.py (16k tokens per batch, hidden
 timed with triton.testing.do_bench (median, L2 flushed), each variant checked against float64
 first (the flash-attention bar on two heads). Writes DIR/fa3_h200.json (default bench/results).
 ``--quick`` times only the full kernel, cuDNN and our portable Triton kernel on two shapes.
+``--persistent`` times, on all 12 shapes of bench/triton_h200.py, the full kernel launched
+persistently (one program per SM, the default) and one program per work item, against cuDNN
+(all in one run), and writes fa3_h200_persistent.json.
+(The ablation rows of fa3_h200.json were recorded before the persistent launch existed: every
+variant there is one program per work item, i.e. ``persistent=False``.)
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ VARIANTS = {
     "no_warp_spec": dict(warp_spec=False, pingpong=False, overlap=True),
     "none": dict(warp_spec=False, pingpong=False, overlap=False),
 }
+PERSISTENCE = {"full": dict(persistent=True), "full_per_item": dict(persistent=False)}
 ABLATION_SHAPES = [(128, 16384, False), (128, 16384, True), (128, 4096, False), (64, 16384, False),
                    (64, 4096, True)]
 QUICK_SHAPES = [(128, 16384, False), (64, 4096, True)]
@@ -91,6 +97,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     parser.add_argument("--quick", action="store_true", help="full kernel vs cuDNN and Triton, two shapes")
+    parser.add_argument("--persistent", action="store_true", help="persistent vs per-item launch, 12 shapes")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench/fa3_h200.py needs a CUDA GPU")
@@ -105,7 +112,11 @@ def main():
               "warmup 25 ms, rep 100 ms, L2 flushed", "variants": VARIANTS}
     record["env"]["command"] = "PYTHONPATH=py python3 bench/fa3_h200.py " + " ".join(sys.argv[1:])
     log(json.dumps(record["env"]))
-    if args.quick:
+    if args.persistent:
+        record["variants"] = PERSISTENCE
+        record["rows"] = [row(d, n, c, PERSISTENCE, ("cudnn",), log) for d, n, b, h, c in tb.shapes()]
+        name = "fa3_h200_persistent.json"
+    elif args.quick:
         record["rows"] = [row(d, n, c, {"full": VARIANTS["full"]}, ("cudnn", "triton"), log)
                           for d, n, c in QUICK_SHAPES]
         name = "fa3_h200_quick.json"

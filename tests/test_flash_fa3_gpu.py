@@ -53,7 +53,7 @@ def test_forward_matches_float64(n, d, dtype, causal):
     _check(q, k, v, causal)
 
 
-@pytest.mark.parametrize("flags", [dict(pingpong=False), dict(overlap=False),
+@pytest.mark.parametrize("flags", [dict(pingpong=False), dict(overlap=False), dict(persistent=False),
                                    dict(warp_spec=False, pingpong=False),
                                    dict(warp_spec=False, pingpong=False, overlap=False)])
 @pytest.mark.parametrize("d", [64, 128])

@@ -84,7 +84,7 @@ def why_not_fa3(q, k, v):
 
 
 def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True, overlap=True,
-            fallback=True):
+            persistent=True, fallback=True):
     """FlashAttention-3 forward.
 
     Args:
@@ -93,6 +93,9 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True,
       scale: score scale, default 1/sqrt(d).
       warp_spec, pingpong, overlap: FlashAttention-3's three techniques, each switchable for
         ablations (``pingpong`` needs ``warp_spec``: it alternates two consumer warpgroups).
+      persistent: with ``warp_spec``, launch one program per SM, each looping over work items
+        (its ring and barriers carry on, so one item's loads overlap the last one's epilogue);
+        False: one program per work item of 128 query rows.
       fallback: where the Hopper kernel cannot run (``why_not_fa3``), call the portable
         ``flash_triton.forward``; with False, raise instead.
 
@@ -111,34 +114,45 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True,
         from . import flash_triton
 
         return flash_triton.forward(q, k, v, causal=causal, scale=scale)
-    return _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap)
+    return _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent and warp_spec)
+
+
+_SMS = {}
+
+
+def _sm_count(device):
+    if device not in _SMS:
+        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _SMS[device]
 
 
 # The (BLOCK_N, STAGES) chosen per key (head dim, dtype, causal, flags, log2 N): the first call
-# with a new key times each of flash_fa3_gluon.CANDIDATES once and keeps the fastest.
+# with a new key times each of flash_fa3_gluon.candidates once and keeps the fastest.
 TUNED = {}
 TUNE = True  # False: always the first candidate (flash_fa3_gluon.config)
 
 
-def _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap):
+def _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent):
     from . import flash_fa3_gluon as kern
 
     d, n = q.shape[3], q.shape[2]
-    key = (d, str(q.dtype), bool(causal), bool(warp_spec), bool(pingpong), bool(overlap), n.bit_length())
-    cands = kern.CANDIDATES[d]
+    key = (d, str(q.dtype), bool(causal), bool(warp_spec), bool(pingpong), bool(overlap), bool(persistent),
+           n.bit_length())
+    cands = kern.candidates(d, warp_spec)
     if key not in TUNED:
         if not TUNE or len(cands) == 1:
             TUNED[key] = {"config": cands[0], "ms": None}
         else:
             import triton
 
-            ms = [triton.testing.do_bench(lambda c=c: _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, *c),
-                                          warmup=5, rep=20) for c in cands]
+            ms = [triton.testing.do_bench(
+                lambda c=c: _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, *c),
+                warmup=5, rep=20) for c in cands]
             TUNED[key] = {"config": cands[ms.index(min(ms))], "ms": dict(zip(map(str, cands), ms))}
-    return _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, *TUNED[key]["config"])
+    return _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, *TUNED[key]["config"])
 
 
-def _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, block_n, stages):
+def _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, block_n, stages):
     import triton
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -155,9 +169,10 @@ def _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, block_n, stages):
     o_desc = TensorDescriptor.from_tensor(o3, q_block, q_layout)
     k_desc = TensorDescriptor.from_tensor(k3, kv_block, kv_layout)
     v_desc = TensorDescriptor.from_tensor(v3, kv_block, kv_layout)
-    grid = (triton.cdiv(N, BLOCK_M), B * H)
+    n_items = triton.cdiv(N, BLOCK_M) * B * H  # work items: 128 query rows of one head
+    grid = (min(n_items, _sm_count(q.device)) if persistent else n_items,)
     kern.fa3_fwd_kernel[grid](
-        q_desc, k_desc, v_desc, o_desc, lse, N, scale * LOG2E,
+        q_desc, k_desc, v_desc, o_desc, lse, N, B * H, scale * LOG2E,
         HEAD_DIM=d, BLOCK_N=block_n, STAGES=stages, CAUSAL=bool(causal), WARP_SPEC=bool(warp_spec),
         PINGPONG=bool(pingpong), OVERLAP=bool(overlap), num_warps=4 if warp_spec else 8)
     return o3.reshape(B, H, N, d), lse

@@ -83,20 +83,44 @@ def _load(desc, smem, ready, slot, bh, row, pred=True):
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, k_empty, v_empty,
-              bh, off_m, n_blocks, STAGES: gl.constexpr, BLOCK_N: gl.constexpr):
-    """The producer warp (WARP_SPEC): Q for both consumers, then K and V around the ring."""
-    for i in gl.static_range(2):  # one Q tile (64 rows) per consumer warpgroup
-        _load(q_desc, q_smem, q_ready, i, bh, off_m + i * WG_ROWS)
-    for j in range(n_blocks):
-        slot = j % STAGES
-        # Wait until both consumers released the slot. A fresh barrier counts as having
-        # completed the phase before its first, so the first lap's waits (parity 1) pass.
-        empty_phase = ((j // STAGES) & 1) ^ 1
-        mbarrier.wait(k_empty.index(slot), empty_phase)
-        _load(k_desc, k_smem, k_ready, slot, bh, j * BLOCK_N)
-        mbarrier.wait(v_empty.index(slot), empty_phase)
-        _load(v_desc, v_smem, v_ready, slot, bh, j * BLOCK_N)
+def _tile(t, n_mblocks, n_ctx, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Work item t -> (batch·head, first query row, number of key tiles). Consecutive items
+    share a head (its K and V stay in L2); causal items of a head go heaviest first."""
+    bh = t // n_mblocks
+    m_idx = t % n_mblocks
+    if CAUSAL:
+        start_m = n_mblocks - 1 - m_idx
+        n_blocks = (gl.minimum(n_ctx, (start_m + 1) * BLOCK_M) + BLOCK_N - 1) // BLOCK_N
+    else:
+        start_m = m_idx
+        n_blocks = (n_ctx + BLOCK_N - 1) // BLOCK_N
+    return bh, start_m * BLOCK_M, n_blocks
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, q_empty, k_empty,
+              v_empty, n_tiles, n_mblocks, n_ctx, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+              BLOCK_N: gl.constexpr):
+    """The producer warp (WARP_SPEC): for each work item of this program, Q for both consumers,
+    then K and V around the ring. Ring positions count on across work items."""
+    c = 0  # ring position: tiles of K (and of V) issued so far by this program
+    n_done = 0  # work items done
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        bh, off_m, n_blocks = _tile(t, n_mblocks, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
+        for i in gl.static_range(2):  # one Q tile (64 rows) per consumer, once it released the last
+            mbarrier.wait(q_empty.index(i), (n_done & 1) ^ 1)
+            _load(q_desc, q_smem, q_ready, i, bh, off_m + i * WG_ROWS)
+        for j in range(n_blocks):
+            slot = c % STAGES
+            # Wait until both consumers released the slot. A fresh barrier counts as having
+            # completed the phase before its first, so the first lap's waits (parity 1) pass.
+            empty_phase = ((c // STAGES) & 1) ^ 1
+            mbarrier.wait(k_empty.index(slot), empty_phase)
+            _load(k_desc, k_smem, k_ready, slot, bh, j * BLOCK_N)
+            mbarrier.wait(v_empty.index(slot), empty_phase)
+            _load(v_desc, v_smem, v_ready, slot, bh, j * BLOCK_N)
+            c += 1
+        n_done += 1
 
 
 @gluon.jit
@@ -134,11 +158,14 @@ def _softmax_step(s, m_i, l_i, kb, q_row0, n_ctx, qk_scale, CAUSAL: gl.constexpr
 
 
 @gluon.jit
-def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, k_smem, v_smem,
-              q_ready, k_ready, v_ready, k_empty, v_empty, turn, bh, off_m, n_ctx, n_blocks, qk_scale,
-              WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-              SELF_LOAD: gl.constexpr):
+def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
+                   q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
+                   bh, off_m, n_ctx, n_blocks, qk_scale, c0, q_phase, turn_phase,
+                   WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                   STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
+                   SELF_LOAD: gl.constexpr):
+    """One work item (64 query rows of one head, or 128 without WARP_SPEC) on one consumer.
+    c0 is the ring position of its first key tile; returns the ping-pong token's next parity."""
     ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4  # 64 query rows per warpgroup
     s_layout: gl.constexpr = _mma_layout(BLOCK_N, NUM_WARPS)  # S tile (ROWS, Bc), fp32
     o_layout: gl.constexpr = _mma_layout(HEAD_DIM, NUM_WARPS)  # O accumulator (ROWS, d), fp32
@@ -157,34 +184,31 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, k_smem, v_smem,
     l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
     acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
     s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
-    # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
-    # fresh barrier); warpgroup 1 waits for warpgroup 0's first hand-over.
-    turn_phase = 1 - WG
-    mbarrier.wait(q_ready.index(WG), 0)
+    mbarrier.wait(q_ready.index(WG), q_phase)
 
     # Prologue: S0 = Q K0ᵀ and its softmax.
-    mbarrier.wait(k_ready.index(0), 0)
+    slot0 = c0 % STAGES
+    mbarrier.wait(k_ready.index(slot0), (c0 // STAGES) & 1)
     if PINGPONG:
         mbarrier.wait(turn.index(WG), turn_phase)
         turn_phase ^= 1
-    s_tok = warpgroup_mma(q, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
+    s_tok = warpgroup_mma(q, k_smem.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
                           use_acc=False, is_async=True)
     if PINGPONG:
         mbarrier.arrive(turn.index(1 - WG))
     s = warpgroup_mma_wait(0, deps=(s_tok,))
-    _release(k_desc, k_smem, k_ready, k_empty, 0, bh, STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+    _release(k_desc, k_smem, k_ready, k_empty, slot0, bh, STAGES, n_blocks, BLOCK_N, SELF_LOAD)
     p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, q_row0, n_ctx, qk_scale, CAUSAL, ROWS, BLOCK_N, s_layout)
     p_op = gl.convert_layout(p.to(dtype), p_layout)  # P as wgmma's register operand
 
     for j in range(1, n_blocks):
-        slot = j % STAGES
-        prev = (j - 1) % STAGES
-        ready_phase = (j // STAGES) & 1
-        prev_phase = ((j - 1) // STAGES) & 1
+        c = c0 + j  # ring position of key tile j
+        slot = c % STAGES
+        prev = (c - 1) % STAGES
         k_j = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0))  # Kjᵀ (d, Bc)
         v_prev = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])  # Vj-1 (Bc, d)
-        mbarrier.wait(k_ready.index(slot), ready_phase)
-        mbarrier.wait(v_ready.index(prev), prev_phase)
+        mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
+        mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
         if PINGPONG:  # take the token: the other warpgroup is in its softmax now
             mbarrier.wait(turn.index(WG), turn_phase)
             turn_phase ^= 1
@@ -209,9 +233,12 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, k_smem, v_smem,
         acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
 
-    # Epilogue: the last P V, normalise, write lse and O (through shared memory and TMA).
-    last = (n_blocks - 1) % STAGES
-    mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // STAGES) & 1)
+    # Epilogue: Q is no longer read (the producer may load the next item's), the last P V,
+    # normalise, write lse and O (through shared memory and TMA).
+    if not SELF_LOAD:
+        mbarrier.arrive(q_empty.index(WG))
+    last = (c0 + n_blocks - 1) % STAGES
+    mbarrier.wait(v_ready.index(last), ((c0 + n_blocks - 1) // STAGES) & 1)
     o_tok = warpgroup_mma(p_op, v_smem.index(last).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
     acc = warpgroup_mma_wait(0, deps=(o_tok,))
     if not SELF_LOAD:
@@ -219,40 +246,60 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, k_smem, v_smem,
     acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
     rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     gl.store(lse_ptr + bh * n_ctx + rows, (m_i + gl.log2(l_i)) * LN2, mask=rows < n_ctx)
-    o_tile = q_smem.index(WG)  # this warpgroup's Q tile is free now: O goes out through it
+    o_tile = o_smem.index(WG)
+    tma.store_wait(0)  # the previous item's O has left o_tile
     o_tile.reshape([ROWS, HEAD_DIM]).store(acc.to(dtype))
     fence_async_shared()
     _tma_store(o_desc, [bh, q_row0, 0], o_tile)
+    return turn_phase
+
+
+@gluon.jit
+def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
+              q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
+              WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+              CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr):
+    """Consumer warpgroup WG (WARP_SPEC): the work items of this program, one after another."""
+    c = 0  # ring position, as the producer counts it
+    n_done = 0
+    # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
+    # fresh barrier); warpgroup 1 waits for warpgroup 0's first hand-over.
+    turn_phase = 1 - WG
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        bh, off_m, n_blocks = _tile(t, n_mblocks, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
+        turn_phase = _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
+                                    q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
+                                    bh, off_m, n_ctx, n_blocks, qk_scale, c, n_done & 1, turn_phase,
+                                    WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False)
+        c += n_blocks
+        n_done += 1
     tma.store_wait(0)
 
 
-# --- the kernel: one program per (128 query rows, batch·head) ------------------------------
+# --- the kernel: work items of (128 query rows, batch·head) --------------------------------
 @gluon.jit
-def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
+def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scale,
                    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                    CAUSAL: gl.constexpr, WARP_SPEC: gl.constexpr, PINGPONG: gl.constexpr,
                    OVERLAP: gl.constexpr):
     # q_desc, o_desc: tiles (1, 64, d) with WARP_SPEC, else (1, 128, d) of (B·H, N, d)
-    # k_desc, v_desc: tiles (1, Bc, d);  lse_ptr: fp32 (B·H, N)
-    BLOCK_M: gl.constexpr = 2 * WG_ROWS  # query rows per program
+    # k_desc, v_desc: tiles (1, Bc, d);  lse_ptr: fp32 (B·H, N);  n_bh = B·H
+    # The grid is 1-d. One program per work item, or (persistent, WARP_SPEC only) one per SM,
+    # each taking items program_id, program_id + programs, ...
+    BLOCK_M: gl.constexpr = 2 * WG_ROWS  # query rows per work item
     NUM_Q: gl.constexpr = 2 if WARP_SPEC else 1
-    bh = gl.program_id(1)
     n_mblocks = (n_ctx + BLOCK_M - 1) // BLOCK_M
-    if CAUSAL:  # the heaviest (last) query blocks start first
-        start_m = n_mblocks - 1 - gl.program_id(0)
-        n_blocks = (gl.minimum(n_ctx, (start_m + 1) * BLOCK_M) + BLOCK_N - 1) // BLOCK_N
-    else:
-        start_m = gl.program_id(0)
-        n_blocks = (n_ctx + BLOCK_N - 1) // BLOCK_N
-    off_m = start_m * BLOCK_M
+    n_tiles = n_mblocks * n_bh
 
-    # Shared memory: Q per consumer (reused for O), and the K/V ring of STAGES slots.
+    # Shared memory: Q per consumer, O per consumer (with WARP_SPEC; else O reuses Q's
+    # tile), and the K/V ring of STAGES slots.
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [NUM_Q] + q_desc.block_type.shape, q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
-    # Barriers: "ready" per tile (the copy engine completes it), "empty" per ring slot (both
-    # consumers arrive), and the ping-pong token (one barrier per consumer).
+    # Barriers: "ready" per tile (the copy engine completes it), "empty" per slot (each
+    # consumer arrives), and the ping-pong token (one barrier per consumer).
     q_ready = gl.allocate_shared_memory(gl.int64, [NUM_Q, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [NUM_Q, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -260,6 +307,7 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(NUM_Q):
         mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(q_empty.index(i), count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
@@ -270,34 +318,52 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, qk_scale,
     fence_async_shared()
 
     if WARP_SPEC:
+        o_smem = gl.allocate_shared_memory(o_desc.dtype, [NUM_Q] + o_desc.block_type.shape, o_desc.layout)
         gl.warp_specialize(
-            [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, k_smem, v_smem, q_ready, k_ready,
-                          v_ready, k_empty, v_empty, turn, bh, off_m, n_ctx, n_blocks, qk_scale,
-                          0, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False)),
-             (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, k_smem, v_smem, q_ready, k_ready,
-                          v_ready, k_empty, v_empty, turn, bh, off_m, n_ctx, n_blocks, qk_scale,
-                          1, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False)),
+            [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                          k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
+                          0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),  # consumer warpgroup 0
+             (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                          k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
+                          1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),  # consumer warpgroup 1
              (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
-                          k_empty, v_empty, bh, off_m, n_blocks, STAGES, BLOCK_N))],
+                          q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_ctx, CAUSAL, STAGES,
+                          BLOCK_N))],  # the producer warp
             [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
-    else:
-        _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
-                  k_empty, v_empty, turn, bh, off_m, n_ctx, n_blocks, qk_scale,
-                  0, 8, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, False, OVERLAP, True)
+    else:  # one work item per program, both warpgroups in step, copies issued here
+        bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_ctx, CAUSAL, BLOCK_M, BLOCK_N)
+        _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, q_smem, k_smem, v_smem,
+                       q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
+                       bh, off_m, n_ctx, n_blocks, qk_scale, 0, 0, 0,
+                       0, 8, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, False, OVERLAP, True)
+        tma.store_wait(0)
 
 
 # --- launch configuration and ahead-of-time compilation ------------------------------------
 # (BLOCK_N, STAGES) candidates per head dim: key-tile rows and K/V ring depth. Shared memory
-# holds Q (128 rows) and STAGES slots of K and V: at d = 128, 32 KiB + STAGES · 64 KiB, so 3 is
-# the most that fits Hopper's 227 KiB. Powers of two only (the masks use arange). Bc = 256 at
-# d = 64 spills registers (ptxas: 288 bytes), so it is not offered. flash_fa3 times the
-# candidates on first use of a key and keeps the faster.
+# holds Q (128 rows), O (128 rows, WARP_SPEC only) and STAGES slots of K and V; `fits` drops
+# what exceeds Hopper's 227 KiB (at d = 128 with a producer warp: 2 slots). Powers of two only
+# (the masks use arange). Bc = 256 at d = 64 spills registers (ptxas: 288 bytes), so it is not
+# offered. flash_fa3 times the candidates that fit on first use of a key and keeps the fastest.
 CANDIDATES = {64: [(128, 3), (128, 2), (128, 4)], 128: [(128, 2), (128, 3)]}
+SMEM_BYTES = 227 * 1024  # shared memory one program may use on sm_90
+BARRIER_BYTES = 256  # the mbarriers, rounded up
 
 
-def config(head_dim):
-    """The default (BLOCK_N, STAGES) for a head dim (the first candidate)."""
-    return CANDIDATES[head_dim][0]
+def fits(head_dim, block_n, stages, warp_spec, elem_bytes=2):
+    """Whether Q, O and the K/V ring fit one program's shared memory."""
+    q_o = (2 if warp_spec else 1) * 2 * WG_ROWS.value * head_dim * elem_bytes
+    ring = stages * 2 * block_n * head_dim * elem_bytes
+    return q_o + ring + BARRIER_BYTES <= SMEM_BYTES
+
+
+def candidates(head_dim, warp_spec):
+    return [c for c in CANDIDATES[head_dim] if fits(head_dim, *c, warp_spec)]
+
+
+def config(head_dim, warp_spec=True):
+    """The default (BLOCK_N, STAGES) for a head dim (the first candidate that fits)."""
+    return candidates(head_dim, warp_spec)[0]
 
 
 def layouts(head_dim, dtype_name, warp_spec, block_n):
@@ -316,13 +382,13 @@ def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    (q_block, q_layout), (kv_block, kv_layout) = layouts(head_dim, dtype_name, warp_spec, block_n or config(head_dim)[0])
+    (q_block, q_layout), (kv_block, kv_layout) = layouts(head_dim, dtype_name, warp_spec, block_n or config(head_dim, warp_spec)[0])
     q_sig = f"tensordesc<{dtype_name}{q_block},{q_layout!r}>".replace(" ", "")
     kv_sig = f"tensordesc<{dtype_name}{kv_block},{kv_layout!r}>"
-    block_n = block_n or config(head_dim)[0]
-    stages = stages or config(head_dim)[1]
+    block_n = block_n or config(head_dim, warp_spec)[0]
+    stages = stages or config(head_dim, warp_spec)[1]
     signature = {"q_desc": q_sig, "k_desc": kv_sig, "v_desc": kv_sig, "o_desc": q_sig, "lse_ptr": "*fp32",
-                 "n_ctx": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
+                 "n_ctx": "i32", "n_bh": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
                  "STAGES": "constexpr", "CAUSAL": "constexpr", "WARP_SPEC": "constexpr",
                  "PINGPONG": "constexpr", "OVERLAP": "constexpr"}
     constexprs = {"HEAD_DIM": head_dim, "BLOCK_N": block_n, "STAGES": stages, "CAUSAL": causal,
