@@ -114,8 +114,12 @@ def main():
     log(json.dumps(record["env"]))
     if args.persistent:
         record["variants"] = PERSISTENCE
-        record["rows"] = [row(d, n, c, PERSISTENCE, ("cudnn",), log) for d, n, b, h, c in tb.shapes()]
+        record["rows"] = []
         name = "fa3_h200_persistent.json"
+        for d, n, b, h, c in tb.shapes():  # the record is rewritten after every row
+            record["rows"].append(row(d, n, c, PERSISTENCE, ("cudnn",), log))
+            with open(os.path.join(args.out, name), "w") as f:
+                json.dump(record, f, indent=1)
     elif args.quick:
         record["rows"] = [row(d, n, c, {"full": VARIANTS["full"]}, ("cudnn", "triton"), log)
                           for d, n, c in QUICK_SHAPES]

@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.." || exit 1
 export PYTHONPATH="$PWD/py" PYTHONUNBUFFERED=1
 OUT=${OUT:-bench/results}
 mkdir -p "$OUT"
-timeout 150 python3 -m pytest tests/test_flash_fa3_gpu.py -q -x -n 8 -p no:cacheprovider > "$OUT/fa3_pytest.log" 2>&1
+timeout 110 python3 -m pytest tests/test_flash_fa3_gpu.py -q -x -n 8 -p no:cacheprovider > "$OUT/fa3_pytest.log" 2>&1
 status=$?
 tail -5 "$OUT/fa3_pytest.log"
 [ "$status" -eq 0 ] || exit "$status"
-timeout 200 python3 bench/fa3_h200.py --persistent --out "$OUT" > "$OUT/fa3_h200_persistent.log" 2>&1
+timeout 130 python3 bench/fa3_h200.py --persistent --out "$OUT" > "$OUT/fa3_h200_persistent.log" 2>&1
 tail -15 "$OUT/fa3_h200_persistent.log"
