@@ -227,19 +227,28 @@ def sweep(log):
 
 def markdown(record):
     """TRITON.md's results table, from a record (tests/test_bench_smoke.py keeps the file equal)."""
-    has_fa3 = "fa3" in record["results"][0]["fwd"]
     out = ["| d | N | causal | fwd ours | flash | cuDNN | efficient | ×flash | ×cuDNN "
-           "| bwd ours | flash | cuDNN | efficient | ×flash | ×cuDNN |" + (" fwd FA3 | FA3 ×cuDNN |" if has_fa3 else ""),
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if has_fa3 else "")]
+           "| bwd ours | flash | cuDNN | efficient | ×flash | ×cuDNN |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in record["results"]:
         cells = [str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no"]
         for pass_ in ("fwd", "bwd"):
             t = {name: r[pass_][name].get("tflops") for name in ("triton", "flash", "cudnn", "efficient")}
             cells += [f"{t[name]:.0f}" if t[name] else "–" for name in t]
             cells += [f"{t['triton'] / t[name]:.2f}" if t["triton"] and t[name] else "–" for name in ("flash", "cudnn")]
-        if has_fa3:
-            f, c = r["fwd"]["fa3"].get("tflops"), r["fwd"]["cudnn"].get("tflops")
-            cells += [f"{f:.0f}" if f else "–", f"{f / c:.2f}" if f and c else "–"]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def fa3_markdown(record):
+    """bench/FA3.md's table of the FlashAttention-3 forward, from the same record (TFLOP/s)."""
+    out = ["| d | N | causal | FA3 fwd | Triton fwd | flash | cuDNN | FA3 ×cuDNN | FA3 ×flash |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in record["results"]:
+        t = {name: r["fwd"][name].get("tflops") for name in ("fa3", "triton", "flash", "cudnn")}
+        cells = [str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no"]
+        cells += [f"{t[name]:.0f}" if t[name] else "–" for name in t]
+        cells += [f"{t['fa3'] / t[name]:.2f}" if t["fa3"] and t[name] else "–" for name in ("cudnn", "flash")]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
@@ -252,10 +261,12 @@ def main():
     parser.add_argument("--only-sweep", action="store_true", help="stop after the sweep")
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU interpreter")
     parser.add_argument("--markdown", metavar="JSON", help="print TRITON.md's results table from a record")
+    parser.add_argument("--markdown-fa3", metavar="JSON", help="print FA3.md's forward table from a record")
     args = parser.parse_args()
-    if args.markdown:
-        with open(args.markdown) as f:
-            print(markdown(json.load(f)))
+    if args.markdown or args.markdown_fa3:
+        with open(args.markdown or args.markdown_fa3) as f:
+            record = json.load(f)
+        print(markdown(record) if args.markdown else fa3_markdown(record))
         return
     if not torch.cuda.is_available() and not DRY_RUN:
         sys.exit("bench/triton_h200.py needs a CUDA GPU (the interpreter is for tests, not timing)")
