@@ -93,12 +93,31 @@ def row(d, n, causal, variants, others, log):
     return out
 
 
+def markdown(record):
+    """FA3.md's table for a record of this script: TFLOP/s per variant, and × cuDNN."""
+    names = list(record["variants"]) + ["cudnn"]
+    out = ["| d | N | causal | " + " | ".join(names) + " | " + " | ".join(f"{v} ×cuDNN" for v in record["variants"]) + " |",
+           "|---|---|---|" + "---|" * (2 * len(names) - 1)]
+    for r in record["rows"]:
+        t = {name: r["fwd"].get(name, {}).get("tflops") for name in names}
+        cells = [str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no"]
+        cells += [f"{t[name]:.0f}" if t[name] else "–" for name in names]
+        cells += [f"{t[v] / t['cudnn']:.2f}" if t[v] and t["cudnn"] else "–" for v in record["variants"]]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     parser.add_argument("--quick", action="store_true", help="full kernel vs cuDNN and Triton, two shapes")
     parser.add_argument("--persistent", action="store_true", help="persistent vs per-item launch, 12 shapes")
+    parser.add_argument("--markdown", metavar="JSON", help="print FA3.md's table from a record of this script")
     args = parser.parse_args()
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f)))
+        return
     if not torch.cuda.is_available():
         sys.exit("bench/fa3_h200.py needs a CUDA GPU")
     os.makedirs(args.out, exist_ok=True)

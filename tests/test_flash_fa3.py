@@ -128,3 +128,26 @@ def test_compiles_for_sm90a_with_fa3s_structure(warp_spec):
     else:
         assert regs == [], regs
     assert math.isclose(kern.LN2.value, math.log(2))
+
+
+def _generated(text, marker):
+    start = text.index("<!-- generated table: " + marker)
+    start = text.index("\n", start) + 1
+    return text[start:text.index("<!-- end generated table -->", start)].strip()
+
+
+@pytest.mark.parametrize("marker, script, record", [
+    ("triton_h200.py --markdown-fa3", "triton_h200.py", "triton_h200.json"),
+    ("fa3_h200.py --markdown bench/results/fa3_h200.json", "fa3_h200.py", "fa3_h200.json"),
+    ("fa3_h200.py --markdown bench/results/fa3_h200_persistent.json", "fa3_h200.py", "fa3_h200_persistent.json"),
+])
+def test_fa3_md_tables_are_the_records(marker, script, record):
+    """bench/FA3.md's tables are generated from the recorded H200 runs, never typed."""
+    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
+    flag = "--markdown-fa3" if "markdown-fa3" in marker else "--markdown"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), flag, str(ROOT / "bench" / "results" / record)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = (ROOT / "bench" / "FA3.md").read_text(encoding="utf-8")
+    assert _generated(text, marker) == proc.stdout.strip()
