@@ -32,6 +32,7 @@ SOURCES = {  # source -> (how a page cites it, the anchor of its entry in the mo
     "arXiv:1805.02867": ("Milakov & Gimelshein 2018", "src-milakov2018"),
     "arXiv:2112.05682": ("Rabe & Staats 2021", "src-rabe2021"),
     "arXiv:2310.01889": ("Liu, Zaharia & Abbeel 2023", "src-ring"),
+    "arXiv:2407.08608": ("Shah et al. 2024", "src-shah2024"),
     "NVIDIA datasheets": ("NVIDIA datasheets", "src-nvidia"),
     "ours": ("this lab", None),
 }
@@ -259,6 +260,65 @@ CLAIMS: Tuple[Claim, ...] = (
           ledger=True,
           probe='<a href="#distributed">Beyond one kernel</a> and its cell; the '
                 '<a href="exercise.html?id=ring">ring exercise</a>.'),
+    # ---- FlashAttention-3 (Shah et al. 2024) and our Hopper kernel ----------------------------------
+    Claim("fa3-exp-throughput",
+          "an H100 SXM5 multiplies matrices at 989 TFLOP/s in fp16 but evaluates special functions such as the "
+          "exponential at only 3.9 TFLOP/s (16 per SM per clock × 132 SMs × 1830 MHz); at d = 128 the forward "
+          "pass has 512× more matmul FLOPs than exponentials, so the exponentials can take half as many cycles "
+          "as the products",
+          "arXiv:2407.08608", "Sec. 3.1, “Pingpong scheduling”, and its footnote on the 3.9 TFLOPS", "proved",
+          quote="the H100 SXM5 GPU has 989 TFLOPS of FP16 matmul but only 3.9 TFLOPS of special functions such as "
+                "exponential",
+          ledger=True,
+          probe='<a href="#ep5">Episode 5</a>: Nsight Compute on the H200 reads the exp2 (MUFU) pipe as busy as '
+                "the tensor pipe at d = 64 (<code>bench/results/fa3_ncu.json</code>)."),
+    Claim("fa3-warp-spec",
+          "FlashAttention-3 splits each thread block into a producer warpgroup, which only issues TMA loads of "
+          "K and V into a circular buffer of shared-memory stages, and consumer warpgroups, which only compute, "
+          "handing stages back and forth through barriers and moving registers from producer to consumers "
+          "(<code>setmaxnreg</code>)",
+          "arXiv:2407.08608", "Sec. 3.1, Algorithm 1", "proved",
+          quote="Wait for the (j mod s)th stage of the buffer to be consumed. Issue loads of K_j, V_j from HBM to "
+                "shared memory"),
+    Claim("fa3-pingpong",
+          "barriers force one warpgroup's two products (PV of one step, QKᵀ of the next) to be issued before "
+          "the other's, so one warpgroup's softmax runs while the other's products occupy the tensor cores "
+          "(“pingpong”); the paper measured 570 → 620–640 TFLOP/s from it (FP16, d = 128, N = 8192, H100)",
+          "arXiv:2407.08608", "Sec. 3.1, “Pingpong scheduling”; Figure 1", "demonstrated",
+          quote="We generally find pingpong scheduling to improve performance (e.g., from 570 TFLOPS to 620–640 "
+                "TFLOPS for FP16 forward with head dimension 128 and sequence length 8192).",
+          ledger=True,
+          probe='<a href="#ep5">Episode 5</a>: the same switch in our kernel on an H200 '
+                "(<code>bench/results/fa3_h200.json</code>)."),
+    Claim("fa3-overlap",
+          "inside one warpgroup, the softmax of one key block runs while the tensor cores compute the next "
+          "block's QKᵀ and the current PV, at the cost of holding two score tiles in registers",
+          "arXiv:2407.08608", "Sec. 3.2, Algorithm 2; Figure 2", "proved",
+          quote="Intra-warpgroup overlapping GEMMs and softmax"),
+    Claim("fa3-ours-ablation",
+          "in our Gluon kernel on an H200, turning off warp specialisation costs the most, turning off the "
+          "intra-warpgroup overlap costs a few percent at d = 128 and nothing at d = 64, and turning off "
+          "ping-pong costs 2% or less (at d = 64 ping-pong is a loss)",
+          "ours", "bench/results/fa3_h200.json: rows[].fwd.<variant>.tflops", "measured here",
+          record="bench/results/fa3_h200.json",
+          key="rows[d=128,n=16384,causal=False].fwd.full.tflops; "
+              "rows[d=128,n=16384,causal=False].fwd.no_warp_spec.tflops; "
+              "rows[d=128,n=16384,causal=False].fwd.no_overlap.tflops; "
+              "rows[d=128,n=16384,causal=False].fwd.no_pingpong.tflops; "
+              "rows[d=64,n=16384,causal=False].fwd.no_pingpong.tflops",
+          ledger=True,
+          probe='<a href="#ep5">Episode 5</a>: the ablation table and the timeline drawn from it.'),
+    Claim("fa3-ours-vs-cudnn",
+          "our FlashAttention-3 forward is within 1% of cuDNN's or ahead of it at d = 128 for N ≥ 4096, and "
+          "trails it at N = 1024 and at d = 64, N = 4096 with the causal mask",
+          "ours", "bench/results/fa3_h200_persistent.json: rows[].fwd.{full,full_per_item,cudnn}.tflops",
+          "measured here",
+          record="bench/results/fa3_h200_persistent.json",
+          key="rows[d=128,n=16384,causal=False].fwd.full.tflops; rows[d=128,n=16384,causal=False].fwd.cudnn.tflops; "
+              "rows[d=64,n=1024,causal=True].fwd.full_per_item.tflops; rows[d=64,n=1024,causal=True].fwd.cudnn.tflops",
+          ledger=True,
+          probe='<a href="#ep5">Episode 5</a>; <a href="performance.html">performance page</a>; '
+                "<code>bench/FA3.md</code>."),
     Claim("ring-min-block",
           "at the dense fp16 peak, an H200 needs at least {{hardware.h200_nvlink_min_block}} tokens per device "
           "over NVLink ({{hardware.h200_nvlink_oneway_gb_per_s}}&nbsp;GB/s one way) and "
