@@ -281,7 +281,7 @@ CLAIMS: Tuple[Claim, ...] = (
           quote="Wait for the (j mod s)th stage of the buffer to be consumed. Issue loads of K_j, V_j from HBM to "
                 "shared memory"),
     Claim("fa3-pingpong",
-          "barriers force one warpgroup's two products (PV of one step, QKᵀ of the next) to be issued before "
+          "Barriers force one warpgroup's two products (PV of one step, QKᵀ of the next) to be issued before "
           "the other's, so one warpgroup's softmax runs while the other's products occupy the tensor cores "
           "(“pingpong”); the paper measured 570 → 620–640 TFLOP/s from it (FP16, d = 128, N = 8192, H100)",
           "arXiv:2407.08608", "Sec. 3.1, “Pingpong scheduling”; Figure 1", "demonstrated",
@@ -291,12 +291,12 @@ CLAIMS: Tuple[Claim, ...] = (
           probe='<a href="#ep5">Episode 5</a>: the same switch in our kernel on an H200 '
                 "(<code>bench/results/fa3_h200.json</code>)."),
     Claim("fa3-overlap",
-          "inside one warpgroup, the softmax of one key block runs while the tensor cores compute the next "
+          "Inside one warpgroup, the softmax of one key block runs while the tensor cores compute the next "
           "block's QKᵀ and the current PV, at the cost of holding two score tiles in registers",
           "arXiv:2407.08608", "Sec. 3.2, Algorithm 2; Figure 2", "proved",
           quote="Intra-warpgroup overlapping GEMMs and softmax"),
     Claim("fa3-ours-ablation",
-          "in our Gluon kernel on an H200, turning off warp specialisation costs the most, turning off the "
+          "In our Gluon kernel on an H200, turning off warp specialisation costs the most, turning off the "
           "intra-warpgroup overlap costs a few percent at d = 128 and nothing at d = 64, and turning off "
           "ping-pong costs 2% or less (at d = 64 ping-pong is a loss)",
           "ours", "bench/results/fa3_h200.json: rows[].fwd.<variant>.tflops", "measured here",
@@ -309,7 +309,7 @@ CLAIMS: Tuple[Claim, ...] = (
           ledger=True,
           probe='<a href="#ep5">Episode 5</a>: the ablation table and the timeline drawn from it.'),
     Claim("fa3-ours-vs-cudnn",
-          "our FlashAttention-3 forward is within 1% of cuDNN's or ahead of it at d = 128 for N ≥ 4096, and "
+          "Our FlashAttention-3 forward is within 1% of cuDNN's or ahead of it at d = 128 for N ≥ 4096, and "
           "trails it at N = 1024 and at d = 64, N = 4096 with the causal mask",
           "ours", "bench/results/fa3_h200_persistent.json: rows[].fwd.{full,full_per_item,cudnn}.tflops",
           "measured here",
