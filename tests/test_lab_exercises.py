@@ -494,7 +494,7 @@ RING_PREDICT_CHEATS = [
     "bytes_sent = max(sum(e['bytes'] for e in _t if e['op'] == 'send' and e['from'] == r) for r in range(4))\n"
     "peak_elements = max(e['resident'] for e in _t if e['op'] == 'compute')\n",
     # or off the grader's own cache
-    "from nlpcore.lab.exercises.ring import exercise as _g\n_m = _g.measured_ring()\n"
+    "from nlpcore.lab.exercises.ring import predict_checks as _g\n_m = _g.measured_ring()\n"
     "bytes_sent, peak_elements = _m['bytes_sent'], _m['peak_elements']\n",
 ]
 
