@@ -14,8 +14,9 @@ import numpy as np
 from nlpcore import hardware, measured
 from nlpcore.kernels import io_model, reference
 from nlpcore.kernels import online_softmax as lib
+from nlpcore.lab import working_set
 from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
-                                  assert_close, assert_tiled, call_learner, expect_array, expect_number,
+                                  assert_close, call_learner, expect_array, expect_number,
                                   peak_memory, plain_array, plain_tuple, relative_close, rng,
                                   shapes_of)
 
@@ -246,12 +247,32 @@ def _collect_online_softmax(ns):
         finally:
             ns["from_block"] = from_block
         out.append((plain_array(got), list(widths)))
-    return out
+    label, x, block = _softmax_cases()[0]
+    ns["from_block"] = _doubling(from_block)
+    try:
+        doubled = call_learner(ns["online_softmax"], x.copy(), block, shapes=shapes_of(x=x),
+                               context=label + ", with every l from from_block doubled")
+    finally:
+        ns["from_block"] = from_block
+    return {"cases": out, "doubled": plain_array(doubled)}
+
+
+def _doubling(from_block):
+    """from_block with l doubled: a softmax that folds the states it gets comes out halved; one
+    that calls from_block and then normalises the row on its own does not change."""
+    def doubled(blk, *args, **kwargs):
+        state = from_block(blk, *args, **kwargs)
+        if isinstance(state, (tuple, list)) and len(state) == 2:
+            m, l = state
+            pair = (m, np.asarray(l) * 2.0)
+            return type(state)(*pair) if hasattr(state, "_fields") else type(state)(pair)
+        return state
+    return doubled
 
 
 def _judge_online_softmax(collected):
     worst = 0.0
-    for (label, x, block), (got, widths) in zip(_softmax_cases(), collected):
+    for (label, x, block), (got, widths) in zip(_softmax_cases(), collected["cases"]):
         n = x.shape[-1]
         blocks = -(-n // block)
         if len(widths) < blocks or max(widths) > block:
@@ -264,7 +285,17 @@ def _judge_online_softmax(collected):
         want = lib.online_softmax(x, n)
         worst = max(worst, assert_close("softmax", got, want, shapes=shapes_of(x=x),
                                         dtype="float64", context=label))
-    return "5 inputs, streamed block by block; max |Δ| = %.2g" % worst
+    label, x, block = _softmax_cases()[0]
+    try:
+        assert_close("softmax", collected["doubled"], lib.online_softmax(x, x.shape[-1]) / 2.0,
+                     shapes=shapes_of(x=x), dtype="float64")
+    except CheckFailed as fail:
+        raise CheckFailed("%s: with every l that from_block returns doubled, online_softmax must "
+                          "come out halved -- it normalises with the (m, l) it folded -- but it "
+                          "did not: %s. Use the combined state to write the probabilities, not a "
+                          "second reduction of the whole row" % (label, fail.message),
+                          **fail.details)
+    return "5 inputs, streamed block by block, normalised by the folded state; max |Δ| = %.2g" % worst
 
 
 # ------------------------------------------------------------------------------------------
@@ -287,10 +318,10 @@ COMPOSE_CASES = [
 CHECK_CASES = {"ragged": (0, 1, 2), "causal": (3, 4, 5, 6), "large": (7, 8),
                "lse": tuple(range(len(COMPOSE_CASES)))}
 
-# The memory check: one case where a full Nq×Nk float64 score matrix (4 MiB), or one query tile
-# against every key (2 MiB), is above what tiles need (tiled_budget: 1.5 MiB). Values are
-# spot-checked on the first SPOT_ROWS rows (the other checks test them in full).
-TILED_CASE = ("Nq=128, Nk=4096, d=2, blocks 64×256", 128, 4096, 2, 2, 64, 256)
+# The memory check: one case where a float64 row against all Nk keys (256 KiB) is larger than
+# everything a tiled kernel needs (outputs, row statistics, tiles: 0.15 MiB; lab.working_set).
+# Values are spot-checked on the first SPOT_ROWS rows (the other checks test them in full).
+TILED_CASE = ("Nq=64, Nk=32768, d=2, blocks 16×128", 64, 32768, 2, 2, 16, 128)
 SPOT_ROWS = 16
 
 
@@ -350,9 +381,9 @@ def _judge_tiled(collected):
     assert_close("o", o[:SPOT_ROWS], want_o, shapes=shapes, dtype="float64", context=context)
     assert_close("lse", lse[:SPOT_ROWS], want_lse, shapes=shapes, dtype="float64",
                  context=context)
-    io_bytes = 8 * (n_q * d + n_k * d + n_k * dv + n_q * dv + n_q)
-    return assert_tiled(peak, n_q=n_q, n_k=n_k, io_bytes=io_bytes, block_q=bq, block_k=bk,
-                        context=label, shapes=shapes)
+    return working_set.assert_tiled(peak, n_q=n_q, n_k=n_k, out_bytes=8 * (n_q * dv + n_q),
+                                    block_q=bq, block_k=bk, width=max(d, dv), context=label,
+                                    shapes=shapes)
 
 
 # ------------------------------------------------------------------------------------------
