@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from nlpcore.kernels import reference
 from nlpcore.lab import working_set
-from nlpcore.lab.framework import (assert_close, call_learner, expect_array, peak_memory,
+from . import variants
+from nlpcore.lab.framework import (CheckFailed, assert_close, call_learner, expect_array, peak_memory,
                                    plain_tuple, rng, shapes_of)
 
 
@@ -52,21 +53,73 @@ def collect_compose(ns):
 
 def judge_compose(name, output):
     """The judge of one output ("o" or "lse") on the cases of check ``name``: each check compares
-    only its own output, so a wrong o never shows up as the lse check's message."""
+    only its own output, so a wrong o never shows up as the lse check's message. Every case is
+    judged; a failure carries the per-case table (shape, seed, verdict, max |Δ|) and, when the
+    output matches a known slip (:mod:`variants`), names it."""
     index = {"o": 0, "lse": 1}[output]
 
     def judge(collected):
-        worst = 0.0
+        rows, first, worst = [], None, 0.0
         for i in CHECK_CASES[name]:
             label, n_q, n_k, d, dv, bq, bk, causal, scale = COMPOSE_CASES[i]
             q, k, v = _compose_inputs(n_q, n_k, d, dv, scale)
             want = reference.forward(q, k, v, causal=causal)[index]
             shapes = shapes_of(q=q, k=k, v=v)
-            worst = max(worst, assert_close(output, collected[i][index], want, shapes=shapes,
-                                            dtype="float64", context=label))
+            got = collected[i][index]
+            try:
+                _transposed(output, got, want, label, shapes)
+                err = assert_close(output, got, want, shapes=shapes, dtype="float64",
+                                   context=label)
+            except CheckFailed as fail:
+                hint = variants.likely_mistake(got, index, q, k, v, bq, bk, causal, _close)
+                if hint:
+                    fail.message += ". It matches a known slip: %s" % hint
+                rows.append([label, _shape_text(n_q, n_k, d, dv), _seed(n_q, n_k), "fail",
+                             fail.details.get("max_abs_err", "-"), hint or "-"])
+                first = first or fail
+                continue
+            worst = max(worst, err)
+            rows.append([label, _shape_text(n_q, n_k, d, dv), _seed(n_q, n_k), "pass", err, "-"])
+        table = {"columns": ["case", "shapes", "seed", "verdict", "max |Δ|", "likely mistake"],
+                 "rows": rows}
+        if first is not None:
+            failed = sum(r[3] == "fail" for r in rows)
+            first.message = "%d of %d cases fail; the first: %s" % (failed, len(rows), first.message)
+            first.details["table"] = table
+            raise first
         return "%d cases, max |Δ| %s = %.2g against reference.forward (float64)" % (
             len(CHECK_CASES[name]), output, worst)
     return judge
+
+
+def _close(got, want) -> bool:
+    try:
+        assert_close("x", got, want, shapes={}, dtype="float64")
+    except CheckFailed:
+        return False
+    return True
+
+
+def _transposed(output, got, want, label, shapes):
+    """A clearer failure for an o returned transposed, (dv, Nq) instead of (Nq, dv)."""
+    shape = getattr(got, "shape", None)
+    if output == "o" and shape is not None and len(shape) == 2 and tuple(shape) == want.shape[::-1] \
+            and shape[0] != shape[1]:
+        raise CheckFailed("%s: o has shape %s, the transpose of (Nq, dv) = %s: return o with one "
+                          "row per query" % (label, list(shape), list(want.shape)),
+                          expected="shape %s" % list(want.shape), got="shape %s" % list(shape),
+                          shapes=shapes)
+
+
+def _shape_text(n_q, n_k, d, dv):
+    return "q (%d, %d), k (%d, %d), v (%d, %d)" % (n_q, d, n_k, d, n_k, dv)
+
+
+def _seed(n_q, n_k):
+    """The RandomState seed of a case's inputs (:func:`_compose_inputs`), shown per case so a
+    learner can rebuild them: ``r = np.random.RandomState(seed); q = r.randn(Nq, d) * scale;
+    k = r.randn(Nk, d); v = r.randn(Nk, dv)``."""
+    return 10 + n_q + n_k
 
 
 def collect_tiled(ns):
