@@ -5,7 +5,7 @@ causal block skipping), the launch grid, the backward's recomputed tiles and the
 wrapper -- in ``kernel_starter.py``, which is generated from the marked solution
 ``kernel_solution.py`` (``python -m nlpcore.lab.exercises.triton.starter`` rewrites it). The
 kernel needs PyTorch, Triton and (for speed) an NVIDIA GPU, so it is graded locally with
-``python -m nlpcore.kernels.check_triton``. In the page we check the reasoning that *can* run
+``python -m nlpcore.lab.exercises.triton.check_triton``. In the page we check the reasoning that *can* run
 in a browser: a NumPy emulation of one Triton program (loop bounds, the exp2 online softmax, the
 ragged tail), and the numbers needed to size, launch and judge the kernel -- the grid, block
 sizes from the shared-memory budget, FLOPs and TFLOP/s, and a roofline estimate of the speed-up
@@ -30,7 +30,7 @@ from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
 LOG2E = 1.4426950408889634
-CHECK_COMMAND = "python -m nlpcore.kernels.check_triton my_flash.py"
+CHECK_COMMAND = "python -m nlpcore.lab.exercises.triton.check_triton my_flash.py"
 RESULTS_PATH = "bench/results/triton_h200.json"
 
 
