@@ -20,6 +20,10 @@ from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, expressions, hardening, patches, planted_bugs, reader, sizing
 from nlpcore.lab.framework import grade, verify_js
 
+from .helpers import marker
+
+pytestmark = marker('wgsl')
+
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 EX = exercise("wgsl")

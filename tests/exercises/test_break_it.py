@@ -2,7 +2,13 @@
 matrix computed live."""
 from __future__ import annotations
 
+import pytest
+
 from nlpcore.lab.exercises import module
+
+from .helpers import assert_passes, marker
+
+pytestmark = marker('break-it')
 
 mu = module("break-it", "mutants")
 
@@ -48,3 +54,49 @@ def test_any_exception_kills_and_table_marks_it():
     table = mu.matrix_table(matrix)
     assert table["columns"] == ["kernel", "test_boom"]
     assert table["rows"][0][1].startswith("FAILS") and table["rows"][1][1] == "killed"
+
+
+# -- independent correct solutions, written differently from the folder's -------------------
+
+PREDICT = """
+weak = ["test_matches_softmax", "test_rows_sum_to_one", "test_shape_and_range"]
+prediction = {mutant: [] for mutant in
+              ("missing-rescale", "dropped-tail", "zero-init-max", "global-max", "unguarded-inf")}
+prediction["missing-rescale"] += weak[:2]          # the max grows inside the row of randn
+prediction["dropped-tail"].append(weak[1])        # only N = 30 is ragged
+"""
+
+# one test per property, comparing with np.testing against a plain softmax of float64 values
+BREAK = """
+import numpy as np
+
+
+def _plain(x):
+    out = np.zeros_like(x)
+    for i, row in enumerate(x):
+        if np.isfinite(row).any():
+            e = np.exp(row - row[np.isfinite(row)].max())
+            out[i] = e / e.sum()
+    return out
+
+
+def _same(softmax, x, block):
+    np.testing.assert_allclose(softmax(x, block=block), _plain(x), rtol=1e-9, atol=1e-12)
+
+
+def test_everything_at_once(softmax):
+    r = np.random.RandomState(5)
+    _same(softmax, np.sort(r.randn(1, 21)), 4)          # growing max, ragged tail
+    _same(softmax, r.randn(2, 16) - 800.0, 8)           # far below zero
+    x = r.randn(2, 16)
+    x[1] += 900.0                                        # rows of different scale
+    _same(softmax, x, 8)
+    y = r.randn(1, 16)
+    y[0, :8] = -np.inf                                   # a masked first block
+    _same(softmax, y, 8)
+"""
+
+
+@pytest.mark.parametrize("step,code", [("predict", PREDICT), ("break", BREAK)])
+def test_an_independent_solution_passes(step, code):
+    assert_passes("break-it", step, code)
