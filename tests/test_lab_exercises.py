@@ -20,7 +20,7 @@ from nlpcore.lab.exercises import module
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONTRACT_IDS = {"online-softmax", "backward", "triton", "wgsl", "break-it", "ring"}
 # The exercises whose checks all run in Python; `wgsl` (checks run on a GPU) has its own tests
-# (tests/test_ex_wgsl.py runs its GPU jobs through wgpu-py).
+# (tests/exercises/test_wgsl.py runs its GPU jobs through wgpu-py).
 PYTHON_GRADED = ("online-softmax", "backward", "break-it", "triton", "ring")
 STEPS = [(ex_id, s.id) for ex_id in PYTHON_GRADED for s in lab.exercise(ex_id).steps]
 

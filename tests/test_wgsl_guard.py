@@ -19,9 +19,7 @@ from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, guard, hardening, planted_bugs
 from nlpcore.lab.framework import grade, verify_js
 
-from .helpers import marker
-
-pytestmark = marker('wgsl')
+pytestmark = pytest.mark.ex_wgsl
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
