@@ -10,7 +10,7 @@ not when the dtype already matches).
 """
 from __future__ import annotations
 
-from .framework import CheckFailed
+from .model import CheckFailed
 
 TILE_BUFFERS = 8     # (Br, Bc) float64 temporaries (scores, exp, masks) plus their (B, d) slices
 ROW_STATS = 6        # float64 numbers per query row (m, ℓ, lse, D and a copy or two)

@@ -8,7 +8,7 @@ Sources: Milakov & Gimelshein 2018 (arXiv:1805.02867) for the online normaliser;
 from __future__ import annotations
 
 from nlpcore import hardware
-from nlpcore.lab.framework import LIBRARY_KERNELS, Check, Exercise, Folder, Step
+from nlpcore.lab.model import Check, Exercise, Folder, LIBRARY_KERNELS, Step
 from . import predict_checks as pre
 from . import scratch_checks as scr
 from . import compose_checks as com

@@ -12,7 +12,8 @@ import numpy as np
 
 from nlpcore import hardware, measured
 from nlpcore.kernels import io_model
-from nlpcore.lab.framework import CheckFailed, call_learner, expect_number, relative_close
+from nlpcore.lab.judging import call_learner, expect_number, relative_close
+from nlpcore.lab.model import CheckFailed
 
 A100_M = hardware.A100_SRAM_FP16_ELEMENTS  # the paper's SRAM size M, in fp16 elements
 

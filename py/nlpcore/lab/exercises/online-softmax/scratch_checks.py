@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nlpcore.lab.framework import (CheckFailed, assert_close, call_learner, plain_array,
-                                   plain_tuple, rng, shapes_of)
+from nlpcore.lab.judging import (assert_close, call_learner, plain_array, plain_tuple, rng,
+                                 shapes_of)
+from nlpcore.lab.model import CheckFailed
 from nlpcore.kernels import online_softmax as lib
 
 

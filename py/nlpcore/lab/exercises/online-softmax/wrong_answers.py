@@ -58,7 +58,7 @@ _ref.forward = lambda q, k, v, causal=False, mask=None, scale=None: (
 # patches the grader's comparisons
 PATCH_GRADER = """\
 import importlib
-from nlpcore.lab import framework as _fw
+from nlpcore.lab import judging as _fw
 _ex = importlib.import_module("nlpcore.lab.exercises.online-softmax.exercise")
 _fw.assert_close = _ex.assert_close = lambda *a, **k: 0.0      # every comparison passes
 _fw.assert_tiled = _ex.assert_tiled = lambda *a, **k: "fine"

@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from nlpcore.kernels import ring
-from nlpcore.lab.framework import CheckFailed, call_learner, expect_number, rng
+from nlpcore.lab.judging import call_learner, expect_number, rng
+from nlpcore.lab.model import CheckFailed
 from .door import short
 
 BALANCE_N, BALANCE_P = 1024, 8

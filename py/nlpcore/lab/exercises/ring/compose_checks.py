@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from nlpcore.kernels import reference
-from nlpcore.lab.framework import (CheckFailed, assert_close, call_learner, plain_tuple, rng,
-                                   shapes_of)
+from nlpcore.lab.judging import assert_close, call_learner, plain_tuple, rng, shapes_of
+from nlpcore.lab.model import CheckFailed
 from .door import make_attend
 
 FORBIDDEN_MODULES = ("nlpcore.kernels.ring", "nlpcore.kernels.split_k",

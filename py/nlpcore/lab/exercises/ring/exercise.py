@@ -20,7 +20,8 @@ learner to (each is the property the step teaches):
 """
 from __future__ import annotations
 
-from nlpcore.lab.framework import Check, Exercise, Folder, Step
+from nlpcore import hardware
+from nlpcore.lab.model import Check, Exercise, Folder, Step
 from . import balance_checks as bal
 from . import compose_checks as com
 from . import predict_checks as pre
@@ -31,11 +32,21 @@ from .balance_checks import BALANCE_N, BALANCE_P
 HERE = Folder(__file__)  # this exercise's folder: statements and solutions (starters marked in)
 
 
+def _overlap_numbers() -> dict:
+    """The ring's overlap condition in numbers for the statement (nlpcore.hardware)."""
+    out = {}
+    for link in ("NVLink", "PCIe"):
+        out["h200_%s_min_block" % link.lower()] = "{:,}".format(hardware.ring_min_block("H200", link))
+        out["h200_%s_oneway" % link.lower()] = "%g" % (hardware.link_bytes_per_s("H200", link) / 1e9)
+    return out
+
+
 def build() -> Exercise:
     predict = Step(
         id="predict", kind="Predict", title="Predict the ring's traffic and memory", minutes=15,
         statement=HERE.statement("predict", N=PREDICT_N, d=PREDICT_D, P=PREDICT_P, BYTES=PREDICT_BYTES,
-                                 rtol_percent=int(round(100 * PREDICT_RTOL))),
+                                 rtol_percent=int(round(100 * PREDICT_RTOL)),
+                                 **_overlap_numbers()),
         starter=HERE.starter("predict"), solution=HERE.solution("predict"),
         hints=(
             "A shard is $n = N / P = 128$ rows. After every step but the last, a device sends the "

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from nlpcore.kernels import ring
-from nlpcore.lab.framework import CheckFailed, expect_number, relative_close
+from nlpcore.lab.judging import expect_number, relative_close
+from nlpcore.lab.model import CheckFailed
 
 PREDICT_N, PREDICT_D, PREDICT_P, PREDICT_BYTES = 512, 64, 4, 4
 PREDICT_RTOL = 0.10
