@@ -133,7 +133,7 @@ def test_same_precision_yardstick_is_worse_than_float32_accumulation():
         want = reference.forward(*(x.astype(np.float64) for x in (q, k, v)))[0]
         o16 = ex.same_precision(q, k, v)[0].astype(np.float64)
         o32 = reference.forward(*(x.astype(np.float32) for x in (q, k, v)))[0]
-        assert np.abs(o16 - want).max() > np.abs(o32.astype(np.float16) - want).max()
+        assert np.abs(o16 - want).max() >= np.abs(o32.astype(np.float16) - want).max()
         assert ex.flash_atol(want) > 0        # float16 rounding noise at o's size
 
 

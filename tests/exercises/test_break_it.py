@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from nlpcore import lab
 from nlpcore.lab.exercises import module
 
 from .helpers import assert_passes, marker
@@ -100,3 +101,49 @@ def test_everything_at_once(softmax):
 @pytest.mark.parametrize("step,code", [("predict", PREDICT), ("break", BREAK)])
 def test_an_independent_solution_passes(step, code):
     assert_passes("break-it", step, code)
+
+
+# -- the suite is judged on kernels it cannot recognise or count its way to -------------------
+
+def test_hidden_kernels_behave_as_the_shown_ones_under_both_suites():
+    hidden = module("break-it", "hidden")
+    shown = mu.kernels()
+    hidden_kernels = {kid: mu.load_kernel(hidden.source(kid)) for kid in shown}
+    for suite in (mu.WEAK_SUITE_SOURCE, mu.HIDDEN_SUITE_SOURCE):
+        tests = mu.load_suite(suite)
+        assert mu.kill_matrix(tests, hidden_kernels) == mu.kill_matrix(tests, shown)
+    for kid in shown:
+        assert hidden.source(kid) != mu.mutant_source(kid) if kid != "clean" else True
+
+
+RECOGNISE = """
+import numpy as np
+
+SHOWN = compile('''%s''', "<kernel>", "exec")
+CLEAN_CODE = next(c for c in SHOWN.co_consts if hasattr(c, "co_code"))
+
+
+def test_kill_whatever_is_not_the_shown_clean_kernel(softmax):
+    assert softmax.__code__.co_code == CLEAN_CODE.co_code
+""" % mu.CLEAN_SOURCE
+
+COUNT = """
+import numpy as np
+
+calls = [0]
+
+
+def test_only_the_first_kernel_passes(softmax):      # the clean kernel used to come first
+    calls[0] += 1
+    assert calls[0] == 1
+"""
+
+
+@pytest.mark.parametrize("code", [RECOGNISE, COUNT], ids=["recognise-code", "count-calls"])
+def test_a_suite_that_recognises_or_counts_kernels_gets_nowhere(code):
+    """Before: both killed all five mutants and passed the clean kernel (the kernels were the
+    shown ones, handed over clean first, to one namespace)."""
+    result = lab.grade("break-it", "break", code)
+    assert not result["passed"]
+    status = {c["id"]: c["status"] for c in result["checks"]}
+    assert status["clean"] == "fail" or all(status[k] == "fail" for k in status if k.startswith("kills-"))
