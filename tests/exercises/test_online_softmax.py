@@ -221,3 +221,13 @@ def test_failure_reports_expected_got_tolerance_max_delta_and_shapes():
         assert key in ragged, key
     assert ragged["shapes"]["q"] == [37, 16] and ragged["max_abs_err"] > 1e-3
     assert "blocks 8×16" in ragged["message"]
+
+
+def test_predict_cannot_be_answered_by_the_pages_that_run_the_io_model():
+    """Before: the lessons page's loop_order_bytes (nlpcore code calling io_model) handed over the
+    flash count; every module that computes it is refused in Predict now."""
+    code = ("from nlpcore.web import lessons\nflash = lessons.loop_order_bytes(512, 64, 98304)"
+            "['kv_outer'] / 2\nstandard = 4 * 512 * 512 + 4 * 512 * 64\n")
+    result = lab.grade("online-softmax", "predict", code)
+    assert not result["passed"]
+    assert all("refused" in c["message"] for c in result["checks"]), result["checks"]

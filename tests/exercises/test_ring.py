@@ -281,3 +281,11 @@ def test_ring_split_answer_does_not_exist_while_learner_code_runs():
                             "def _unused(a, b):")
     result = lab.grade("ring", "compose", cheat)
     assert "found hidden data" not in str(result["checks"])
+
+
+def test_predict_cannot_be_answered_by_the_ring_page():
+    code = ("from nlpcore.web import ringviz\nt = ringviz.trace(n=512, devices=4, layout='contiguous',"
+            " causal=False)\nbytes_sent = peak_elements = 1\n")
+    result = lab.grade("ring", "predict", code)
+    assert not result["passed"]
+    assert all("refused" in c["message"] for c in result["checks"]), result["checks"]

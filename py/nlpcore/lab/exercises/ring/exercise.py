@@ -56,7 +56,7 @@ def build() -> Exercise:
             "shards of $n(d + d_v)$ each (the one in use, the one arriving).",
         ),
         required=("bytes_sent", "peak_elements"), record=("bytes_sent", "peak_elements"),
-        refuse=FORBIDDEN_MODULES,  # predict by reasoning: the simulator would give the numbers
+        refuse=pre.PREDICT_REFUSES,  # predict by reasoning: the simulator would give the numbers
         checks=(
             Check("recorded", "prediction recorded", collect=pre.collect_prediction,
                   judge=pre.judge_recorded),
