@@ -40,7 +40,8 @@ import {showRuntimeNote} from "./python-version.js";
 const $ = (id) => document.getElementById(id);
 
 const state = {ex: null, step: null, editor: null, scratch: null, hintsShown: 0, running: false,
-               scratchRunning: false, files: {}, lastOut: null, confirmAction: null};
+               scratchRunning: false, files: {}, lastOut: null, confirmAction: null,
+               confirmOpener: null};
 const runtime = getRuntime();
 
 const draftKey = () => `${state.ex.id}/${state.step.id}`;
@@ -103,12 +104,18 @@ function askToReplace(by) {
   $("confirm-replace").hidden = false;
   $("confirm-replace").dataset.by = by;
   state.confirmAction = by;
+  state.confirmOpener = document.activeElement;
   $("confirm-replace-yes").focus();
 }
 
-function closeConfirm() {
+/* Closes the question; `refocus` puts focus back where it was when the question opened. */
+function closeConfirm(refocus = false) {
+  if ($("confirm-replace").hidden) return;
   $("confirm-replace").hidden = true;
   state.confirmAction = null;
+  const opener = state.confirmOpener;
+  state.confirmOpener = null;
+  if (refocus && opener && opener.isConnected && !opener.disabled) opener.focus();
 }
 
 function replaceEditor(by) {
@@ -155,26 +162,42 @@ function renderExerciseList(all, current) {
   }
 }
 
+function stepMark(step) {
+  const done = isDone("exercises", state.ex.id, step.id);
+  const viewed = Boolean(stepRecord(state.ex.id, step.id).solution_viewed);
+  const text = done ? (viewed ? "✓ done, solution viewed" : "✓ solved")
+    : (viewed ? `solution viewed · ${step.minutes} min` : `${step.minutes} min`);
+  return {done, viewed, text};
+}
+
+/* The step tabs: built once, then updated in place, so a tab keeps keyboard focus and a click
+ * never lands on a tab that is being replaced. */
 function renderLadder() {
   const nav = $("ladder");
-  nav.replaceChildren();
-  state.ex.steps.forEach((step, index) => {
-    const done = isDone("exercises", state.ex.id, step.id);
-    const viewed = Boolean(stepRecord(state.ex.id, step.id).solution_viewed);
-    const mark = done ? (viewed ? "✓ done, solution viewed" : "✓ solved")
-      : (viewed ? `solution viewed · ${step.minutes} min` : `${step.minutes} min`);
-    const button = el("button", {
-      type: "button", class: "ladder-step" + (step.id === state.step.id ? " current" : ""),
-      "data-testid": "step-tab", "data-step": step.id, "data-done": done ? "1" : "0",
-      "data-solution-viewed": viewed ? "1" : "0",
-      "aria-current": step.id === state.step.id ? "step" : null,
-    }, el("span", {class: "n", text: String(index + 1)}),
-       el("span", {class: "kind", text: step.kind}),
-       el("span", {class: "title", text: step.title}),
-       el("span", {class: "mark", "data-testid": "step-mark", text: mark}));
-    button.addEventListener("click", () => selectStep(step.id, true));
-    nav.append(button);
-  });
+  if (nav.dataset.exercise !== state.ex.id) {
+    nav.dataset.exercise = state.ex.id;
+    nav.replaceChildren(...state.ex.steps.map((step, index) => {
+      const button = el("button", {type: "button", class: "ladder-step", "data-testid": "step-tab",
+                                   "data-step": step.id},
+                        el("span", {class: "n", text: String(index + 1)}),
+                        el("span", {class: "kind", text: step.kind}),
+                        el("span", {class: "title", text: step.title}),
+                        el("span", {class: "mark", "data-testid": "step-mark"}));
+      button.addEventListener("click", () => selectStep(step.id, true));
+      return button;
+    }));
+  }
+  for (const button of nav.querySelectorAll("[data-testid=step-tab]")) {
+    const step = state.ex.steps.find((s) => s.id === button.dataset.step);
+    const {done, viewed, text} = stepMark(step);
+    const current = step.id === state.step.id;
+    button.classList.toggle("current", current);
+    button.dataset.done = done ? "1" : "0";
+    button.dataset.solutionViewed = viewed ? "1" : "0";
+    if (current) button.setAttribute("aria-current", "step");
+    else button.removeAttribute("aria-current");
+    button.querySelector(".mark").textContent = text;
+  }
 }
 
 function renderPanels(panels) {
@@ -288,7 +311,7 @@ function onRevealAnswer() {
 /* ---- running: the checks and the scratch cell ---------------------------------------------- */
 
 async function runChecks() {
-  if (state.running) return;
+  if (state.running || $("run-checks").disabled) return;
   state.running = true;
   $("run-checks").disabled = true;
   saver.flush();
@@ -325,7 +348,7 @@ async function runChecks() {
 }
 
 async function runScratch() {
-  if (state.scratchRunning) return;
+  if (state.scratchRunning || $("run-scratch").disabled || $("scratch").hidden) return;
   state.scratchRunning = true;
   $("run-scratch").disabled = true;
   saver.flush();
@@ -366,6 +389,31 @@ function watchRuntime() {
   }, (error) => {
     status.dataset.state = "error";
     status.textContent = `Python (Pyodide) is unavailable, so checks cannot run here: ${error.message}`;
+  });
+}
+
+/* ---- keyboard ------------------------------------------------------------------------------ */
+
+/* Says under an editor what Tab does now (see editor.js's onKeyMode). */
+function showKeyMode(line, mode, run) {
+  line.dataset.mode = mode;
+  line.textContent = mode === "leave"
+    ? "Tab now leaves the editor (Shift+Tab goes back); any other key returns to editing."
+    : mode === "indent" ? `Tab indents here. Esc, then Tab, leaves the editor. ${run}.` : "";
+}
+
+/* Page-wide keys: Ctrl/Cmd+Enter runs the checks from anywhere on the page (the editors handle
+ * it themselves); Esc closes the open question. */
+function listenForKeys() {
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented) return;
+    if (event.key === "Escape" && !$("confirm-replace").hidden) {
+      event.preventDefault();
+      closeConfirm(true);
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.target.closest(".CodeMirror")) {
+      event.preventDefault();
+      runChecks();
+    }
   });
 }
 
@@ -427,9 +475,17 @@ async function main() {
         `(Pyodide) in this page and, for the GPU checks, run through WebGPU; each run has a time ` +
         `limit of ${TIME_LIMIT_MS / 1000} s`;
   }
-  state.editor = createEditor($("editor-host"), {label: "your code", mode: language});
+  const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks};
+  state.editor = createEditor($("editor-host"), {
+    label: "your code", mode: language, keys: runKeys,
+    onKeyMode: (mode) => showKeyMode($("editor-keys"), mode, "Ctrl+Enter (⌘+Enter) runs the checks"),
+  });
   if (state.editor.fallback) notice("editor-notice", state.editor.fallback);
-  state.scratch = createEditor($("scratch-host"), {label: "scratch cell", mode: "python"});
+  state.scratch = createEditor($("scratch-host"), {
+    label: "scratch cell", mode: "python", keys: {...runKeys, "Shift-Enter": runScratch},
+    onKeyMode: (mode) => showKeyMode($("scratch-keys"), mode, "Shift+Enter runs the cell"),
+  });
+  listenForKeys();
   selectStep(params.get("step"), false);
   onProgressChange(() => {
     renderLadder();
@@ -442,7 +498,7 @@ async function main() {
   $("load-solution").addEventListener("click", () => askToReplace("solution"));
   $("reset-code").addEventListener("click", () => askToReplace("starter"));
   $("confirm-replace-yes").addEventListener("click", () => replaceEditor(state.confirmAction));
-  $("confirm-replace-no").addEventListener("click", closeConfirm);
+  $("confirm-replace-no").addEventListener("click", () => closeConfirm(true));
   $("restore-draft").addEventListener("click", restoreDraft);
   $("reveal-answer").addEventListener("click", onRevealAnswer);
   state.editor.onChange(() => saver.schedule(state.editor, draftKey()));
