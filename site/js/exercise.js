@@ -8,6 +8,7 @@
  *   js/exercise-drafts.js  drafts saved per step as the learner types; drafts set aside
  *   js/exercise-predict.js Predict steps: the first prediction kept, the answer on request
  *   js/python-version.js   which Python runs the code, and what that rules out
+ *   js/work-file.js        all progress and drafts exported and imported as one file
  *   js/exercises/<id>.js   an exercise's own page code, named by the exercise in
  *                          extra.js_modules (paths relative to the site root) and imported
  *                          before the editor exists: it may register check runners, a CodeMirror
@@ -32,16 +33,17 @@ import {renderMarkdown} from "./md.js";
 import {createEditor} from "./editor.js";
 import {el} from "./dom.js";
 import {TIME_LIMIT_MS, grade, overran} from "./check-runner.js";
-import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, saveDraft, savedDraft} from "./exercise-drafts.js";
+import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, savedDraft} from "./exercise-drafts.js";
 import {clearResults, renderFailure, renderResults, renderStreams, showRunOutput, showRunning} from "./exercise-results.js";
 import {recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked, withholding} from "./exercise-predict.js";
 import {showRuntimeNote} from "./python-version.js";
+import {mountWorkFile} from "./work-file.js";
 
 const $ = (id) => document.getElementById(id);
 
 const state = {ex: null, step: null, editor: null, scratch: null, hintsShown: 0, running: false,
                scratchRunning: false, files: {}, lastOut: null, confirmAction: null,
-               confirmOpener: null};
+               confirmOpener: null, otherTab: null, otherTabOpener: null};
 const runtime = getRuntime();
 
 const draftKey = () => `${state.ex.id}/${state.step.id}`;
@@ -56,10 +58,12 @@ function showDraftState(text, stateName) {
   const line = $("draft-state");
   line.textContent = text;
   line.dataset.state = stateName;
+  $("other-tab-reopen").hidden = stateName !== "conflict";
 }
 
 const saver = new DraftSaver({
   onState: (editor, text, stateName) => { if (editor === state.editor) showDraftState(text, stateName); },
+  onConflict: (entry) => askAboutOtherTab(entry),
 });
 
 /* ---- data ---------------------------------------------------------------------------------- */
@@ -89,8 +93,10 @@ function showKeptDraft() {
   const kept = keptDraft(draftKey());
   $("kept-draft").hidden = !kept;
   if (kept) {
-    $("kept-draft-text").textContent = `Your draft from ${clockTime(kept.at)} was set aside when the ` +
-        `${kept.by === "solution" ? "solution" : "starter"} was loaded.`;
+    const why = {solution: "the solution was loaded", starter: "the starter was loaded",
+                 "other-tab": "you took another tab's version", import: "a work file was imported"};
+    $("kept-draft-text").textContent = `Your draft from ${clockTime(kept.at)} was set aside when ` +
+        `${why[kept.by] || why.starter}.`;
   }
 }
 
@@ -129,7 +135,7 @@ function replaceEditor(by) {
     keepDraft(draftKey(), current, by);
   }
   saver.setText(state.editor, text);
-  saveDraft(draftKey(), text);
+  saver.write(draftKey(), state.editor, text);
   // Viewed before the step was passed: it counts as "solution viewed" (a step solved first stays solved).
   if (by === "solution" && !isDone("exercises", state.ex.id, step.id)) {
     noteStep("exercises", state.ex.id, step.id, {solution_viewed: true});
@@ -143,11 +149,43 @@ function restoreDraft() {
   if (!kept) return;
   saver.flush();
   saver.setText(state.editor, kept.code);
-  saveDraft(draftKey(), kept.code);
+  saver.write(draftKey(), state.editor, kept.code);
   dropKeptDraft(draftKey());
   showKeptDraft();
   showDraftState("Your draft is back in the editor.", "saved");
   state.editor.focus();
+}
+
+/* ---- another tab changed this step's draft: the learner chooses ---------------------------- */
+
+function askAboutOtherTab(entry) {
+  if (entry.editor !== state.editor && entry.editor !== state.scratch) return;
+  state.otherTab = entry.key;
+  const which = entry.key.endsWith("#scratch") ? "scratch cell" : "code";
+  $("other-tab-text").textContent = `Another tab changed this step's ${which} at ` +
+      `${clockTime(new Date().toISOString())}. Nothing is saved here until you choose: keep this ` +
+      "tab's version (the other tab is told), or take the other tab's (yours is kept: Restore my draft).";
+  $("other-tab").hidden = false;
+  state.otherTabOpener = document.activeElement;
+  $("other-tab-theirs").focus();
+}
+
+function closeOtherTab(refocus = false) {
+  if ($("other-tab").hidden) return;
+  $("other-tab").hidden = true;
+  const opener = state.otherTabOpener;
+  state.otherTabOpener = null;
+  if (!refocus) return;
+  if (opener && opener.isConnected && !opener.hidden && !opener.closest("[hidden]")) opener.focus();
+  else state.editor.focus();
+}
+
+function resolveOtherTab(mine) {
+  const key = state.otherTab;
+  if (mine) saver.keepMine(key);
+  else saver.takeTheirs(key);
+  showKeptDraft();
+  closeOtherTab(true);
 }
 
 /* ---- the exercise and its steps ------------------------------------------------------------ */
@@ -251,6 +289,8 @@ function selectStep(stepId, pushUrl) {
   if (math.error) notice("editor-notice", math.error);
   renderPanels((state.ex.extra.panels || []).filter((p) => !p.steps || p.steps.includes(step.id)));
   const saved = savedDraft(draftKey());
+  closeOtherTab();
+  saver.shows(draftKey(), state.editor, saved);
   saver.setText(state.editor, saved !== undefined ? saved : step.starter);
   state.editor.refresh();
   showDraftState(saved !== undefined && saved !== step.starter
@@ -260,6 +300,7 @@ function selectStep(stepId, pushUrl) {
   $("scratch").hidden = !python;
   if (python && state.scratch) {
     const scratchSaved = savedDraft(`${draftKey()}#scratch`);
+    saver.shows(`${draftKey()}#scratch`, state.scratch, scratchSaved);
     saver.setText(state.scratch, scratchSaved !== undefined ? scratchSaved : "");
     state.scratch.refresh();
   }
@@ -317,7 +358,7 @@ async function runChecks() {
   saver.flush();
   const {ex, step} = state;
   const code = state.editor.getValue();
-  saveDraft(draftKey(), code);
+  saver.write(draftKey(), state.editor, code);
   showRunning();
   const started = performance.now();
   try {
@@ -410,6 +451,9 @@ function listenForKeys() {
     if (event.key === "Escape" && !$("confirm-replace").hidden) {
       event.preventDefault();
       closeConfirm(true);
+    } else if (event.key === "Escape" && !$("other-tab").hidden) {
+      event.preventDefault();  // decide later: nothing is saved for that draft until then
+      closeOtherTab(true);
     } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.target.closest(".CodeMirror")) {
       event.preventDefault();
       runChecks();
@@ -500,6 +544,15 @@ async function main() {
   $("confirm-replace-yes").addEventListener("click", () => replaceEditor(state.confirmAction));
   $("confirm-replace-no").addEventListener("click", () => closeConfirm(true));
   $("restore-draft").addEventListener("click", restoreDraft);
+  $("other-tab-mine").addEventListener("click", () => resolveOtherTab(true));
+  $("other-tab-theirs").addEventListener("click", () => resolveOtherTab(false));
+  $("other-tab-reopen").addEventListener("click", () => {
+    $("other-tab").hidden = false;
+    state.otherTabOpener = $("other-tab-reopen");
+    $("other-tab-theirs").focus();
+  });
+  saver.watchOtherTabs();
+  mountWorkFile({before: () => saver.flush(), after: () => selectStep(state.step.id, false)});
   $("reveal-answer").addEventListener("click", onRevealAnswer);
   state.editor.onChange(() => saver.schedule(state.editor, draftKey()));
   state.scratch.onChange(() => saver.schedule(state.scratch, `${draftKey()}#scratch`));
