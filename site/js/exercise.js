@@ -34,8 +34,10 @@ import {createEditor} from "./editor.js";
 import {el} from "./dom.js";
 import {TIME_LIMIT_MS, grade, overran} from "./check-runner.js";
 import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, savedDraft} from "./exercise-drafts.js";
-import {clearResults, renderFailure, renderResults, renderStreams, showRunOutput, showRunning} from "./exercise-results.js";
-import {recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked, withholding} from "./exercise-predict.js";
+import {clearResults, renderFailure, renderResults, renderStreams, showRefused, showRunOutput, showRunning}
+  from "./exercise-results.js";
+import {COMPLETENESS_CHECKS, incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked,
+        untouchedRefusal, withholding} from "./exercise-predict.js";
 import {showRuntimeNote} from "./python-version.js";
 import {mountWorkFile} from "./work-file.js";
 
@@ -342,8 +344,8 @@ function updateLoadSolution() {
 function onRevealAnswer() {
   revealAnswer(state.ex, state.step);
   if (state.lastOut) {
-    const {out, roundTripMs} = state.lastOut;
-    renderResults(out, roundTripMs, withholding(state.ex, state.step, out));
+    const {out, roundTripMs, refused} = state.lastOut;
+    renderResults(out, roundTripMs, withholding(state.ex, state.step, out), {refused, shown: COMPLETENESS_CHECKS});
   }
   showPredictBox(state.ex, state.step);
   updateLoadSolution();
@@ -359,14 +361,22 @@ async function runChecks() {
   const {ex, step} = state;
   const code = state.editor.getValue();
   saver.write(draftKey(), state.editor, code);
+  const untouched = untouchedRefusal(step, code);
+  if (untouched) {
+    showRefused(untouched);
+    state.running = false;
+    $("run-checks").disabled = false;
+    return;
+  }
   showRunning();
   const started = performance.now();
   try {
     const out = await grade(runtime, {exercise: ex.id, step: step.id, code});
-    recordFirstPrediction(ex, step, out);
+    const refused = incompleteRefusal(step, out);
+    if (!refused) recordFirstPrediction(ex, step, out);
     const roundTripMs = performance.now() - started;
-    state.lastOut = {out, roundTripMs};
-    renderResults(out, roundTripMs, withholding(ex, step, out));
+    state.lastOut = {out, roundTripMs, refused};
+    renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS});
     showPredictBox(ex, step);
     showRunOutput(out);
     updateLoadSolution();
