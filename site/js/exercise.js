@@ -38,7 +38,7 @@ import {clearResults, renderFailure, renderResults, renderStreams, showRefused, 
   from "./exercise-results.js";
 import {COMPLETENESS_CHECKS, incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked,
         untouchedRefusal, withholding} from "./exercise-predict.js";
-import {showRuntimeNote} from "./python-version.js";
+import {codeProblem, describeProblem, showRuntimeNote} from "./python-version.js";
 import {mountWorkFile} from "./work-file.js";
 
 const $ = (id) => document.getElementById(id);
@@ -314,6 +314,7 @@ function selectStep(stepId, pushUrl) {
   $("next-hint").disabled = step.hints.length === 0;
   $("next-hint").textContent = `Show a hint (${step.hints.length} left)`;
   clearResults(step, isDone("exercises", state.ex.id, step.id));
+  showCodeProblem(null, "");
   state.lastOut = null;
   showPredictBox(state.ex, step);
   showLocalChecks(step);
@@ -351,6 +352,21 @@ function onRevealAnswer() {
   updateLoadSolution();
 }
 
+/* The line that stops the learner's code from loading, marked in the editor and named (with
+ * the page's Python version when a newer Python would take it); nothing when it loads. */
+function showCodeProblem(out, code) {
+  state.editor.clearMarks();
+  const box = $("code-problem");
+  const problem = out && (state.step.language || "python") === "python" ? codeProblem(out, code) : null;
+  box.hidden = !problem;
+  if (!problem) return;
+  const line = state.editor.markLine(problem.line, "py-error-line");
+  box.dataset.line = String(line);
+  box.dataset.newer = problem.newer ? problem.newer.version : "";
+  $("code-problem-text").textContent = describeProblem(problem, runtime.info && runtime.info.python);
+  $("code-problem-go").textContent = `Go to line ${line}`;
+}
+
 /* ---- running: the checks and the scratch cell ---------------------------------------------- */
 
 async function runChecks() {
@@ -376,6 +392,7 @@ async function runChecks() {
     if (!refused) recordFirstPrediction(ex, step, out);
     const roundTripMs = performance.now() - started;
     state.lastOut = {out, roundTripMs, refused};
+    showCodeProblem(out, code);
     renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS});
     showPredictBox(ex, step);
     showRunOutput(out);
@@ -554,6 +571,7 @@ async function main() {
   $("confirm-replace-yes").addEventListener("click", () => replaceEditor(state.confirmAction));
   $("confirm-replace-no").addEventListener("click", () => closeConfirm(true));
   $("restore-draft").addEventListener("click", restoreDraft);
+  $("code-problem-go").addEventListener("click", () => state.editor.jumpTo(Number($("code-problem").dataset.line)));
   $("other-tab-mine").addEventListener("click", () => resolveOtherTab(true));
   $("other-tab-theirs").addEventListener("click", () => resolveOtherTab(false));
   $("other-tab-reopen").addEventListener("click", () => {
