@@ -14,7 +14,8 @@ import numpy as np
 from nlpcore.kernels import flash_wgsl_mirror as mirror
 from nlpcore.kernels import tiling
 from nlpcore import tolerances
-from nlpcore.lab.framework import Check, CheckFailed, assert_close, shapes_of
+from nlpcore.lab.judging import assert_close, shapes_of
+from nlpcore.lab.model import Check, CheckFailed
 
 from .cases import TIMING_CASES, Case, _host, _tile_plan, expected, reference64
 from . import guard
