@@ -34,17 +34,18 @@ import {createEditor} from "./editor.js";
 import {el} from "./dom.js";
 import {TIME_LIMIT_MS, grade, overran} from "./check-runner.js";
 import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, savedDraft} from "./exercise-drafts.js";
-import {clearResults, renderFailure, renderResults, renderStreams, showRefused, showRunOutput, showRunning}
+import {clearResults, renderFailure, renderResults, showRefused, showRunOutput, showRunning}
   from "./exercise-results.js";
 import {COMPLETENESS_CHECKS, incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked,
         untouchedRefusal, withholding} from "./exercise-predict.js";
 import {codeProblem, describeProblem, showRuntimeNote} from "./python-version.js";
 import {mountWorkFile} from "./work-file.js";
+import {ScratchCell} from "./exercise-scratch.js";
 
 const $ = (id) => document.getElementById(id);
 
 const state = {ex: null, step: null, editor: null, scratch: null, hintsShown: 0, running: false,
-               scratchRunning: false, files: {}, lastOut: null, confirmAction: null,
+               files: {}, lastOut: null, confirmAction: null,
                confirmOpener: null, otherTab: null, otherTabOpener: null};
 const runtime = getRuntime();
 
@@ -306,8 +307,7 @@ function selectStep(stepId, pushUrl) {
     saver.setText(state.scratch, scratchSaved !== undefined ? scratchSaved : "");
     state.scratch.refresh();
   }
-  $("scratch-output").replaceChildren();
-  $("scratch-output").dataset.state = "idle";
+  scratchCell.reset();  // another step's cell starts from a fresh namespace
   $("run-checks").textContent = step.kind === "Predict" ? "Submit prediction" : "Run checks";
   updateLoadSolution();
   $("hints").replaceChildren();
@@ -367,6 +367,15 @@ function showCodeProblem(out, code) {
   $("code-problem-go").textContent = `Go to line ${line}`;
 }
 
+const scratchCell = new ScratchCell(runtime);
+
+function runScratch() {
+  if ($("run-scratch").disabled || $("scratch").hidden) return;
+  saver.flush();
+  scratchCell.run({exercise: state.ex.id, step: state.step.id, definitions: state.editor.getValue(),
+                   code: state.scratch.getValue()}, {onRestart: watchRuntime});
+}
+
 /* ---- running: the checks and the scratch cell ---------------------------------------------- */
 
 async function runChecks() {
@@ -415,32 +424,6 @@ async function runChecks() {
   }
 }
 
-async function runScratch() {
-  if (state.scratchRunning || $("run-scratch").disabled || $("scratch").hidden) return;
-  state.scratchRunning = true;
-  $("run-scratch").disabled = true;
-  saver.flush();
-  const output = $("scratch-output");
-  output.dataset.state = "running";
-  output.replaceChildren(el("p", {class: "small", text: "Running…"}));
-  try {
-    const out = await runtime.call("exercises.scratch", {
-      exercise: state.ex.id, step: state.step.id,
-      definitions: state.editor.getValue(), code: state.scratch.getValue(),
-    }, {timeoutMs: TIME_LIMIT_MS});
-    renderStreams(output, out, "Nothing printed, and the last line is not an expression with a value.");
-    output.dataset.state = out.traceback ? "error" : "done";
-  } catch (error) {
-    output.replaceChildren(el("p", {class: "notice", text: overran(error)
-      ? `Stopped after ${TIME_LIMIT_MS / 1000} s (an infinite loop?). Python was restarted.`
-      : `The scratch cell could not run: ${error.message}`}));
-    output.dataset.state = "error";
-    if (overran(error)) watchRuntime();
-  } finally {
-    state.scratchRunning = false;
-    $("run-scratch").disabled = $("runtime-status").dataset.state !== "ready";
-  }
-}
 
 function watchRuntime() {
   const status = $("runtime-status");
@@ -452,7 +435,7 @@ function watchRuntime() {
     status.dataset.state = "ready";
     status.textContent = "Python is ready.";
     $("run-checks").disabled = state.running;
-    $("run-scratch").disabled = state.scratchRunning;
+    $("run-scratch").disabled = scratchCell.running;
     showRuntimeNote($("runtime-note"), runtime.info);
   }, (error) => {
     status.dataset.state = "error";
@@ -565,6 +548,7 @@ async function main() {
 
   $("run-checks").addEventListener("click", runChecks);
   $("run-scratch").addEventListener("click", runScratch);
+  $("reset-scratch").addEventListener("click", () => scratchCell.reset());
   $("next-hint").addEventListener("click", nextHint);
   $("load-solution").addEventListener("click", () => askToReplace("solution"));
   $("reset-code").addEventListener("click", () => askToReplace("starter"));
