@@ -12,10 +12,10 @@ xz -dc $DAWN/node.xz > /tmp/dawn/node && xz -dc $DAWN/dawn.node.xz > /tmp/dawn/d
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv
 common="--node /tmp/dawn/node --dawn-node /tmp/dawn/dawn.node"
 if [ "$mode" = probe ]; then
-  PYTHONPATH=py timeout 300 python3 bench/webgpu_attention.py --tiers portable,subgroup,f16,int8 --engines dawn,wgpu-py \
+  PYTHONPATH=py:${ROOT:-.} timeout 300 python3 bench/webgpu_attention.py --tiers portable,subgroup,f16,int8 --engines dawn,wgpu-py \
     --d 64,128 --heads 16 --sizes 1024,4096 --causal no,yes --repeats 2 --accuracy $common --out $out/probe.json
 else
-  PYTHONPATH=py timeout 560 python3 bench/webgpu_attention.py --tiers ${TIERS:-portable,subgroup,f16,int8} \
+  PYTHONPATH=py:${ROOT:-.} timeout 560 python3 bench/webgpu_attention.py --tiers ${TIERS:-portable,subgroup,f16,int8} \
     --engines ${ENGINES:-dawn,wgpu-py} --d 64,128 --heads 1,16 --sizes 1024,2048,4096,8192,16384 --causal no,yes \
     --repeats 3 --accuracy --sdpa $common --out $out/webgpu_h200.json
 fi

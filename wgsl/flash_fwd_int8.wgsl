@@ -44,7 +44,7 @@
 // (a multiple of 16), D (a multiple of 32), DV, KS. The workgroup has BR·KS invocations, a
 // multiple of the adapter's largest subgroup.
 //
-// Workgroup memory:  v_tile [BC x KS·16] vec4 f32  V_j     s_tile [BR x BC] i32  S_ij before scaling
+// Workgroup memory:  v_tile [BC x KS·16] vec4 f32  V_j     s_tile [S_TILE >= BR x BC] i32  S_ij before scaling
 // Global memory, row-major, b = workgroup_id.z:
 //   q (B, Nq, D) f32   k (B, Nk, D) f32   v (B, Nk, DV) f32   o (B, Nq, DV) f32   lse (B, Nq) f32
 //   q8 (B, Tr·BR, D) and k8 (B, Tc·BC, D) int8, four a word (little-endian), rows past Nq / Nk zero
@@ -62,6 +62,11 @@ const CHUNK4: u32 = 16u;
 
 // Invocations of the quantisation passes.
 const QWG: u32 = 64u;
+
+// Length of s_tile. Dawn's subgroupMatrixStore takes a workgroup array of constant length only
+// (an override-sized one is refused: "no matching call"), so s_tile has this fixed size and the
+// plan keeps BR·BC within it (tiling.S_TILE).
+const S_TILE: u32 = 2048u;
 
 override BR: u32;
 override BC: u32;
@@ -95,7 +100,7 @@ struct Params {
 @group(0) @binding(12) var<storage, read_write> q_shift: array<f32>;
 
 var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
-var<workgroup> s_tile: array<i32, BR * BC>;
+var<workgroup> s_tile: array<i32, S_TILE>;   // BR·BC <= S_TILE used
 var<workgroup> k_bar: array<f32, D>;      // quantisation passes: the mean key
 var<workgroup> red: array<f32, QWG>;      // quantisation passes: partial maxima
 

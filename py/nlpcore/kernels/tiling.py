@@ -69,6 +69,17 @@ float32 arithmetic (``shader-f16``), sized from the adapter's workgroup storage;
 wgsl/flash_fwd_int8.wgsl, S = QKᵀ on int8 subgroup matrices (tensor cores,
 ``chromium-experimental-subgroup-matrix`` with an i8 x i8 -> i32 configuration), sized likewise."""
 
+S_TILE = 2048
+"""The int8 shader's ``const S_TILE``: int32 elements of its score tile (Dawn stores subgroup
+matrices only into constant-length workgroup arrays), so Br·Bc <= S_TILE."""
+
+UNROLL_BLOCK = 28
+"""Largest Bc the tiers' plans choose. Measured on the H200 (bench/results/webgpu_h200.json,
+probe of the tiers): the same d = 64 kernel ran at 19 TFLOP/s with Bc = 28 and 3.5 with Bc = 32
+(float16 with Bc = 64: 2.8); Bc 8 to 28 were within 5 % of each other in
+webgpu_h200_tuning.json. Likely the driver unrolls the loop over a tile's keys, four at a
+time, fully from 8 steps on and runs out of registers (not confirmed: no disassembly)."""
+
 MMA_M, MMA_N, MMA_K = 16, 16, 32
 """The int8 tier's subgroup-matrix shape: 16 query rows x 16 keys per result, 32 head dims per
 step (a configuration NVIDIA's Vulkan driver offers through Dawn)."""
@@ -165,7 +176,7 @@ def workgroup_arrays(br: int, bc: int, d: int, dv: int, dtype_bytes: int,
     if tier == "int8":
         return (
             ("v_tile", _storage_bytes(bc * ks * CHUNK4, 16)),
-            ("s_tile", _storage_bytes(br * bc, ACCUMULATOR_BYTES)),
+            ("s_tile", _storage_bytes(S_TILE, ACCUMULATOR_BYTES)),
         )
     tiles = (
         ("k_tile", _storage_bytes(bc * ks * CHUNK4, slot)),
@@ -323,7 +334,7 @@ def plan(
 
 def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_size: int = 32,
               invocations_limit: int = WEBGPU_DEFAULT_INVOCATIONS, br: Optional[int] = None,
-              bc: Optional[int] = None, max_block: int = MAX_BLOCK) -> TilePlan:
+              bc: Optional[int] = None, max_block: int = UNROLL_BLOCK) -> TilePlan:
     """The int8 tier's plan (wgsl/flash_fwd_int8.wgsl): Br query rows of KS lanes, Bc-key tiles.
 
     Rule: KS = :func:`lanes_needed`; Br = :data:`DEFAULT_INVOCATIONS` / KS unless given; Bc the
@@ -350,10 +361,13 @@ def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_
                          "and at most {}".format(br, ks, br * ks, subgroup_size, invocations_limit))
     if bc is None:
         bc = 0
-        while bc + MMA_N <= max_block and bytes_needed(br, bc + MMA_N, d, dv, 4, ks, "int8") <= storage_limit:
+        while (bc + MMA_N <= max(max_block, MMA_N) and br * (bc + MMA_N) <= S_TILE
+               and bytes_needed(br, bc + MMA_N, d, dv, 4, ks, "int8") <= storage_limit):
             bc += MMA_N
     elif positive_int(bc, "bc") % MMA_N:
         raise ValueError("bc must be a multiple of {} (the subgroup matrices' columns), got {}".format(MMA_N, bc))
+    if bc and br * bc > S_TILE:
+        raise ValueError("br={} x bc={} scores exceed the shader's s_tile of {} (S_TILE)".format(br, bc, S_TILE))
     if bc == 0 or bytes_needed(br, bc, d, dv, 4, ks, "int8") > storage_limit:
         raise ValueError("no int8 plan fits: br={}, bc={} with d={}, dv={} need {} bytes of workgroup storage, "
                          "over the limit of {}".format(br, bc or MMA_N, d, dv,
@@ -379,5 +393,5 @@ def plan_for(tier: str, d: int, *, dv: Optional[int] = None, limits: Optional[Di
     if tier == "int8":
         return plan_int8(d, storage, dv=dv, subgroup_size=subgroup_size, invocations_limit=invocations)
     if tier == "f16":
-        return plan(d, 2, storage, dv=dv, tier="f16")
-    return plan(d, 4, WEBGPU_DEFAULT_STORAGE, dv=dv, tier=tier)
+        return plan(d, 2, storage, dv=dv, tier="f16", max_block=UNROLL_BLOCK)
+    return plan(d, 4, WEBGPU_DEFAULT_STORAGE, dv=dv, tier=tier, max_block=UNROLL_BLOCK)
