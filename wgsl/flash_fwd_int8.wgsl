@@ -33,9 +33,13 @@
 //
 // main, per key tile j: stage V_j (float32) in workgroup memory; the workgroup's subgroups share
 // the (BR/16)·(BC/16) 16 x 16 result blocks of S_ij, each summing D/32 products of a Q8 block
-// and a K8 block read straight from the quantised buffers, and store them to s_tile; then each
-// row's KS lanes run the portable kernel's online softmax and o update over s_tile, four keys at
-// a time. Barriers per key tile: two. Subgroup-matrix calls must run in subgroup-uniform control
+// and a K8 block read straight from the quantised buffers, and store them to s_tile; then every
+// invocation runs the portable kernel's online softmax and o update, four keys at a time, for
+// TWO query rows and 32 of their head dims (o in registers: 2 x 32 floats). Each staged value
+// is read from workgroup memory once for both rows: P·V then does two multiply-adds per
+// workgroup-memory read, where the portable kernel (one row, 64 dims) does one, and the read
+// rate, not the multiply-adds, is what limits the portable kernel on the H200 (its P·V and
+// scores read K and V once per row). Barriers per key tile: two. Subgroup-matrix calls must run in subgroup-uniform control
 // flow: the loop over result blocks depends only on the subgroup's index (t / subgroup_size,
 // the same for all its invocations, as Dawn runs full subgroups of consecutive invocations),
 // which WGSL's uniformity analysis cannot see, so its subgroup-matrix diagnostic is turned off.
@@ -57,8 +61,11 @@ diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
 // A masked score (flash_fwd.wgsl explains the finite sentinel).
 const MASKED_SCORE: f32 = -1.0e30;
 
-// vec4 slots of o one lane holds in registers: 64 floats.
+// vec4 slots of a staged value row per 64 head dims (the v_tile layout of flash_fwd.wgsl).
 const CHUNK4: u32 = 16u;
+
+// vec4 slots of o one invocation holds per row: 32 floats, for each of its two rows.
+const HALF4: u32 = 8u;
 
 // Invocations of the quantisation passes.
 const QWG: u32 = 64u;
@@ -113,21 +120,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let b = wg.z;                            // batch entry
   let q0 = i * BR;                         // first query row of the tile
   let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
-  let r = t / KS;                          // this invocation's row within the tile
-  let lane = t % KS;                       // and its 64 head dims of that row
-  let row_ok = r < rows;                   // rows past the end compute but store nothing
-  let qi = q0 + r;                         // the query row, when row_ok
+  // Invocation t owns rows ra = 2·(t / LP) and rb = ra + 1 of the tile, and 32 of their head
+  // dims, slots [8·half, 8·half + 8) of a value row (LP = 2·KS invocations share a row pair).
+  let lp = 2u * KS;
+  let ra = 2u * (t / lp);
+  let rb = ra + 1u;
+  let half = t % lp;
+  let ok_a = ra < rows;                    // rows past the end compute but store nothing
+  let ok_b = rb < rows;
   let width = KS * CHUNK4;                 // vec4 slots per value row of v_tile
-  let mine = lane * CHUNK4;                // this lane's first slot within such a row
+  let mine = half * HALF4;                 // this invocation's first slot within such a row
   let t_r = ceil_div(params.n_q, BR);
   let t_c = ceil_div(params.n_k, BC);
   let q_rows = t_r * BR;                   // rows of q8 per batch entry (zero-padded)
   let k_rows = t_c * BC;                   // rows of k8 per batch entry (zero-padded)
   let dq = q_scale[b * t_r + i] * params.scale;
 
-  var o_reg = Chunk();
-  var m = MASKED_SCORE;
-  var l = 0.0;
+  var o_a = Half();
+  var o_b = Half();
+  var m_a = MASKED_SCORE;
+  var m_b = MASKED_SCORE;
+  var l_a = 0.0;
+  var l_b = 0.0;
 
   var j_end = t_c;
   if (params.causal != 0u) {
@@ -171,34 +185,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     // --- S_ij on subgroup matrices end ---
     workgroupBarrier();
 
-    // Four keys g .. g+3 at a time, exactly as flash_fwd.wgsl, the scores dequantised.
+    // Four keys g .. g+3 at a time for both rows: the portable kernel's online softmax, with the
+    // scores dequantised; each staged value slot is read once and used for both rows.
     let f = dq * k_scale[b * t_c + j];
     for (var g = 0u; g < BC; g += 4u) {
-      let at = r * BC + g;
-      var s = vec4<f32>(f32(s_tile[at]), f32(s_tile[at + 1u]), f32(s_tile[at + 2u]), f32(s_tile[at + 3u])) * f;
-      let live = vec4<bool>(row_ok && g < cols && allowed(b, qi, k0 + g),
-                            row_ok && g + 1u < cols && allowed(b, qi, k0 + g + 1u),
-                            row_ok && g + 2u < cols && allowed(b, qi, k0 + g + 2u),
-                            row_ok && g + 3u < cols && allowed(b, qi, k0 + g + 3u));
-      s = select(vec4<f32>(MASKED_SCORE), s, live);
-      let m_new = max(m, max(max(s.x, s.y), max(s.z, s.w)));
-      let p = select(exp(s - vec4<f32>(m_new)), vec4<f32>(0.0), s == vec4<f32>(MASKED_SCORE));
-      let alpha = exp(m - m_new);
-      l = alpha * l + (p.x + p.y) + (p.z + p.w);
-      m = m_new;
-      chunk_update(&o_reg, alpha, p, g * width + mine, width);
+      let n_live = select(0u, cols - g, g < cols);   // keys g .. g+3 that exist
+      let sa = scores(ra * BC + g, f, ok_a, b, q0 + ra, k0 + g, n_live);
+      let sb = scores(rb * BC + g, f, ok_b, b, q0 + rb, k0 + g, n_live);
+      let mn_a = max(m_a, max(max(sa.x, sa.y), max(sa.z, sa.w)));
+      let mn_b = max(m_b, max(max(sb.x, sb.y), max(sb.z, sb.w)));
+      let pa = select(exp(sa - vec4<f32>(mn_a)), vec4<f32>(0.0), sa == vec4<f32>(MASKED_SCORE));
+      let pb = select(exp(sb - vec4<f32>(mn_b)), vec4<f32>(0.0), sb == vec4<f32>(MASKED_SCORE));
+      let alpha_a = exp(m_a - mn_a);
+      let alpha_b = exp(m_b - mn_b);
+      l_a = alpha_a * l_a + (pa.x + pa.y) + (pa.z + pa.w);
+      l_b = alpha_b * l_b + (pb.x + pb.y) + (pb.z + pb.w);
+      m_a = mn_a;
+      m_b = mn_b;
+      pair_update(&o_a, &o_b, alpha_a, alpha_b, pa, pb, g * width + mine, width);
     }
   }
 
   // o = o / l; lse = m + log l + scale·q·k̄ (the smoothing's shift added back). A row with no
   // allowed key gets o = 0 and lse = MASKED_SCORE.
-  if (row_ok) {
-    let safe_l = select(l, 1.0, l == 0.0);
-    chunk_store_o(&o_reg, (b * params.n_q + qi) * DV, mine * 4u, safe_l);
-    if (lane == 0u) {
-      lse[b * params.n_q + qi] = select(m + log(safe_l) + q_shift[b * params.n_q + qi], MASKED_SCORE, l == 0.0);
-    }
-  }
+  finish(&o_a, l_a, m_a, ok_a, b, q0 + ra, half);
+  finish(&o_b, l_b, m_b, ok_b, b, q0 + rb, half);
 }
 
 // Column sums of the BC keys of block wg.x: k_sum[b, j, :] = Σ_c k[b, k0 + c, :], in key order.
@@ -275,6 +286,88 @@ fn quantize_q(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
       dot_qk += q[(b * params.n_q + q0 + r) * D + dd] * k_bar[dd];
     }
     q_shift[b * params.n_q + q0 + r] = dot_qk * params.scale;
+  }
+}
+
+// 32 floats of one row's o: what one invocation holds for each of its two rows.
+alias Half = array<vec4<f32>, HALF4>;
+
+// Scores of keys kj .. kj+3 for query row qi, read from s_tile at `at` and dequantised by f;
+// masked, out-of-range (n_live of the four exist) or past-the-end (ok false) ones are the sentinel.
+fn scores(at: u32, f: f32, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> vec4<f32> {
+  let s = vec4<f32>(f32(s_tile[at]), f32(s_tile[at + 1u]), f32(s_tile[at + 2u]), f32(s_tile[at + 3u])) * f;
+  let live = vec4<bool>(ok && 0u < n_live && allowed(b, qi, kj), ok && 1u < n_live && allowed(b, qi, kj + 1u),
+                        ok && 2u < n_live && allowed(b, qi, kj + 2u), ok && 3u < n_live && allowed(b, qi, kj + 3u));
+  return select(vec4<f32>(MASKED_SCORE), s, live);
+}
+
+// o = alpha · o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over 32 dims of two rows at once, value
+// row u at slot at + u·stride of v_tile: each staged slot is read once for both rows.
+fn pair_update(o_a: ptr<function, Half>, o_b: ptr<function, Half>, alpha_a: f32, alpha_b: f32,
+               pa: vec4<f32>, pb: vec4<f32>, at: u32, stride: u32) {
+  let a1 = at + stride;
+  let a2 = a1 + stride;
+  let a3 = a2 + stride;
+  {
+    let v0 = v_tile[at]; let v1 = v_tile[a1]; let v2 = v_tile[a2]; let v3 = v_tile[a3];
+    (*o_a)[0] = alpha_a * (*o_a)[0] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[0] = alpha_b * (*o_b)[0] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 1u]; let v1 = v_tile[a1 + 1u]; let v2 = v_tile[a2 + 1u]; let v3 = v_tile[a3 + 1u];
+    (*o_a)[1] = alpha_a * (*o_a)[1] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[1] = alpha_b * (*o_b)[1] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 2u]; let v1 = v_tile[a1 + 2u]; let v2 = v_tile[a2 + 2u]; let v3 = v_tile[a3 + 2u];
+    (*o_a)[2] = alpha_a * (*o_a)[2] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[2] = alpha_b * (*o_b)[2] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 3u]; let v1 = v_tile[a1 + 3u]; let v2 = v_tile[a2 + 3u]; let v3 = v_tile[a3 + 3u];
+    (*o_a)[3] = alpha_a * (*o_a)[3] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[3] = alpha_b * (*o_b)[3] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 4u]; let v1 = v_tile[a1 + 4u]; let v2 = v_tile[a2 + 4u]; let v3 = v_tile[a3 + 4u];
+    (*o_a)[4] = alpha_a * (*o_a)[4] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[4] = alpha_b * (*o_b)[4] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 5u]; let v1 = v_tile[a1 + 5u]; let v2 = v_tile[a2 + 5u]; let v3 = v_tile[a3 + 5u];
+    (*o_a)[5] = alpha_a * (*o_a)[5] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[5] = alpha_b * (*o_b)[5] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 6u]; let v1 = v_tile[a1 + 6u]; let v2 = v_tile[a2 + 6u]; let v3 = v_tile[a3 + 6u];
+    (*o_a)[6] = alpha_a * (*o_a)[6] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[6] = alpha_b * (*o_b)[6] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 7u]; let v1 = v_tile[a1 + 7u]; let v2 = v_tile[a2 + 7u]; let v3 = v_tile[a3 + 7u];
+    (*o_a)[7] = alpha_a * (*o_a)[7] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[7] = alpha_b * (*o_b)[7] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+}
+
+// Row qi's 32 dims of o / l into the output (and, from the first invocation of the row, its lse).
+fn finish(o_reg: ptr<function, Half>, l: f32, m: f32, ok: bool, b: u32, qi: u32, half: u32) {
+  if (!ok) {
+    return;
+  }
+  let safe_l = select(l, 1.0, l == 0.0);
+  let row = (b * params.n_q + qi) * DV;
+  let col0 = half * HALF4 * 4u;
+  store_o4(row, col0 + 0u, (*o_reg)[0] / safe_l);
+  store_o4(row, col0 + 4u, (*o_reg)[1] / safe_l);
+  store_o4(row, col0 + 8u, (*o_reg)[2] / safe_l);
+  store_o4(row, col0 + 12u, (*o_reg)[3] / safe_l);
+  store_o4(row, col0 + 16u, (*o_reg)[4] / safe_l);
+  store_o4(row, col0 + 20u, (*o_reg)[5] / safe_l);
+  store_o4(row, col0 + 24u, (*o_reg)[6] / safe_l);
+  store_o4(row, col0 + 28u, (*o_reg)[7] / safe_l);
+  if (half == 0u) {
+    lse[b * params.n_q + qi] = select(m + log(safe_l) + q_shift[b * params.n_q + qi], MASKED_SCORE, l == 0.0);
   }
 }
 
