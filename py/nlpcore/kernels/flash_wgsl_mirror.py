@@ -354,8 +354,8 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
             padding mask. Any such mask is supported (the shader reads it as packed bits).
         scale: score scale, default 1/sqrt(d).
         plan: tile plan, default ``tiling.plan_for(tier, d, dv=dv)``.
-        tier: "portable" (float32), "subgroup" (float32; a wide row's partial scores added in
-            the shuffle butterfly's order) or "f16" (q, k, v rounded to float16, float32
+        tier: "portable" (float32), "subgroup" (float32; each row's score added from 32-dim
+            partials in the shuffle butterfly's order) or "f16" (q, k, v rounded to float16, float32
             arithmetic, o rounded to float16 once, as flash_fwd_f16.wgsl stores it).
 
     Returns:
@@ -413,20 +413,22 @@ def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -
         v_tile.reshape(BC, -1)[:cols, :DV] = launch.v[b, k0:k0 + cols]
 
         # KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile.
-        if KS > 1:
+        if KS > 1 and launch.tier != "subgroup":
             s_part = np.einsum("rsx,csx->rsc", q_reg, k_tile)  # (BR, KS, BC)
 
         # Four keys g .. g+3 at a time.
         for g in range(0, BC, 4):
-            if KS == 1:
-                s = np.matmul(q_reg[:, 0], k_tile[g:g + 4, 0].T)  # (BR, 4)
-            elif launch.tier == "subgroup":  # shuffle butterfly: (p0 + p1) + (p2 + p3) ...
-                part = s_part[:, :, g:g + 4]  # (BR, KS, 4)
+            if launch.tier == "subgroup":  # 2·KS invocations of 32 dims a row, then the butterfly
+                lp = 2 * KS
+                part = np.einsum("rsx,usx->rsu", q_reg.reshape(BR, lp, CHUNK // 2),
+                                 k_tile[g:g + 4].reshape(4, lp, CHUNK // 2))  # (BR, LP, 4)
                 w = 1
-                while w < KS:
-                    part = part + part[:, np.arange(KS) ^ w]
+                while w < lp:
+                    part = part + part[:, np.arange(lp) ^ w]
                     w *= 2
                 s = part[:, 0]
+            elif KS == 1:
+                s = np.matmul(q_reg[:, 0], k_tile[g:g + 4, 0].T)  # (BR, 4)
             else:  # the row's KS partial sums, added in lane order
                 s = np.zeros((BR, 4), dtype=np.float32)
                 for lane in range(KS):

@@ -278,6 +278,9 @@ def plan(
             raise ValueError(
                 "ks={} lanes cannot hold a row of d={}, dv={}: each lane keeps {} floats of q "
                 "and of o in registers, so ks must be at least {}".format(ks, d, dv, 4 * CHUNK4, need))
+    if tier == "subgroup" and ks & (ks - 1):
+        raise ValueError("the subgroup tier adds a row's partial scores by a shuffle butterfly over 2·ks "
+                         "invocations, so ks must be a power of two; d={}, dv={} need ks={}".format(d, dv, ks))
     if ks > WEBGPU_DEFAULT_INVOCATIONS:
         raise ValueError(
             "d={}, dv={} need {} invocations per query row, over WebGPU's default "
