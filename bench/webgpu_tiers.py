@@ -339,6 +339,7 @@ def run(args, log=print) -> dict:
                                   "timing": "timestamp-query" if runner.timestamps else "wall", "rows": rows})
         if name == "dawn":
             runner.close()
+        common.write_result(Path(args.out), record)  # what is measured so far survives a time-out
     if args.sdpa:
         record["sdpa"] = sdpa(sizes, heads, ds, causals, log=log)
     record["total_seconds"] = time.perf_counter() - started
