@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "py"))
 import torch  # noqa: E402
 
 import triton_h200 as tb  # noqa: E402  (shapes, FLOP counts, timing, environment: one definition)
-from nlpcore.kernels import check_triton as ct  # noqa: E402
+from nlpcore.lab.exercises.triton import check_triton as ct  # noqa: E402
 from nlpcore.kernels import flash_fa3  # noqa: E402
 from nlpcore.kernels import flash_triton as ft  # noqa: E402
 

@@ -25,7 +25,7 @@ if not torch.cuda.is_available():
     os.environ["TRITON_INTERPRET"] = "1"  # the fallback runs under the interpreter
 pytest.importorskip("triton", reason="the FlashAttention-3 wrapper needs Triton")
 
-from nlpcore.kernels import check_triton as ct  # noqa: E402
+from nlpcore.lab.exercises.triton import check_triton as ct  # noqa: E402
 from nlpcore.kernels import flash_fa3  # noqa: E402
 from nlpcore.kernels import flash_triton as ft  # noqa: E402
 

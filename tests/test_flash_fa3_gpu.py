@@ -19,7 +19,7 @@ pytest.importorskip("triton", reason="needs Triton")
 if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
     pytest.skip("needs a Hopper GPU (compute capability 9.x)", allow_module_level=True)
 
-from nlpcore.kernels import check_triton as ct  # noqa: E402
+from nlpcore.lab.exercises.triton import check_triton as ct  # noqa: E402
 from nlpcore.kernels import flash_fa3  # noqa: E402
 
 if flash_fa3.why_not_fa3(*[torch.empty(1, 1, 8, 64, device="cuda", dtype=torch.bfloat16)] * 3):
