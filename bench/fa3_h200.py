@@ -19,8 +19,6 @@ first (the flash-attention bar on two heads). Writes DIR/fa3_h200.json (default 
 ``--persistent`` times, on all 12 shapes of bench/triton_h200.py, the full kernel launched
 persistently (one program per SM, the default) and one program per work item, against cuDNN
 (all in one run), and writes fa3_h200_persistent.json.
-``--launch`` (run 4, after causal work items were ordered longest first) times both launches with
-and without ping-pong on the 12 shapes against cuDNN and writes fa3_h200_launch.json.
 (The ablation rows of fa3_h200.json were recorded before the persistent launch existed: every
 variant there is one program per work item, i.e. ``persistent=False``.)
 """
@@ -52,10 +50,6 @@ VARIANTS = {
     "none": dict(warp_spec=False, pingpong=False, overlap=False),
 }
 PERSISTENCE = {"full": dict(persistent=True), "full_per_item": dict(persistent=False)}
-# Run 4: after causal items were ordered longest first, both launches with and without ping-pong.
-LAUNCH = {"full": dict(persistent=True), "full_per_item": dict(persistent=False),
-          "no_pingpong": dict(persistent=True, pingpong=False),
-          "no_pingpong_per_item": dict(persistent=False, pingpong=False)}
 ABLATION_SHAPES = [(128, 16384, False), (128, 16384, True), (128, 4096, False), (64, 16384, False),
                    (64, 4096, True)]
 QUICK_SHAPES = [(128, 16384, False), (64, 4096, True)]
@@ -118,8 +112,6 @@ def main():
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
     parser.add_argument("--quick", action="store_true", help="full kernel vs cuDNN and Triton, two shapes")
     parser.add_argument("--persistent", action="store_true", help="persistent vs per-item launch, 12 shapes")
-    parser.add_argument("--launch", action="store_true",
-                        help="persistent and per-item launch, with and without ping-pong, 12 shapes")
     parser.add_argument("--markdown", metavar="JSON", help="print FA3.md's table from a record of this script")
     args = parser.parse_args()
     if args.markdown:
@@ -139,13 +131,12 @@ def main():
               "warmup 25 ms, rep 100 ms, L2 flushed", "variants": VARIANTS}
     record["env"]["command"] = "PYTHONPATH=py python3 bench/fa3_h200.py " + " ".join(sys.argv[1:])
     log(json.dumps(record["env"]))
-    if args.persistent or args.launch:
-        variants = LAUNCH if args.launch else PERSISTENCE
-        record["variants"] = variants
+    if args.persistent:
+        record["variants"] = PERSISTENCE
         record["rows"] = []
-        name = "fa3_h200_launch.json" if args.launch else "fa3_h200_persistent.json"
+        name = "fa3_h200_persistent.json"
         for d, n, b, h, c in tb.shapes():  # the record is rewritten after every row
-            record["rows"].append(row(d, n, c, variants, ("cudnn",), log))
+            record["rows"].append(row(d, n, c, PERSISTENCE, ("cudnn",), log))
             with open(os.path.join(args.out, name), "w") as f:
                 json.dump(record, f, indent=1)
     elif args.quick:

@@ -83,20 +83,16 @@ def _load(desc, smem, ready, slot, bh, row, pred=True):
 
 
 @gluon.jit
-def _tile(t, n_mblocks, n_tiles, n_ctx, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
-    """Work item t -> (batch·head, first query row, number of key tiles). Without a mask,
-    consecutive items share a head (its K and V stay in L2). Causal items cost more the lower
-    they sit, so they go longest first across all heads: a program that takes items t, t + P,
-    t + 2P, ... then gets as much work as any other (and one program per item starts the
-    heaviest first)."""
+def _tile(t, n_mblocks, n_ctx, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Work item t -> (batch·head, first query row, number of key tiles). Consecutive items
+    share a head (its K and V stay in L2); causal items of a head go heaviest first."""
+    bh = t // n_mblocks
+    m_idx = t % n_mblocks
     if CAUSAL:
-        n_bh = n_tiles // n_mblocks
-        start_m = n_mblocks - 1 - t // n_bh
-        bh = t % n_bh
+        start_m = n_mblocks - 1 - m_idx
         n_blocks = (gl.minimum(n_ctx, (start_m + 1) * BLOCK_M) + BLOCK_N - 1) // BLOCK_N
     else:
-        bh = t // n_mblocks
-        start_m = t % n_mblocks
+        start_m = m_idx
         n_blocks = (n_ctx + BLOCK_N - 1) // BLOCK_N
     return bh, start_m * BLOCK_M, n_blocks
 
@@ -110,7 +106,7 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, 
     c = 0  # ring position: tiles of K (and of V) issued so far by this program
     n_done = 0  # work items done
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        bh, off_m, n_blocks = _tile(t, n_mblocks, n_tiles, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
+        bh, off_m, n_blocks = _tile(t, n_mblocks, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
         for i in gl.static_range(2):  # one Q tile (64 rows) per consumer, once it released the last
             mbarrier.wait(q_empty.index(i), (n_done & 1) ^ 1)
             _load(q_desc, q_smem, q_ready, i, bh, off_m + i * WG_ROWS)
@@ -270,7 +266,7 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
     # fresh barrier); warpgroup 1 waits for warpgroup 0's first hand-over.
     turn_phase = 1 - WG
     for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        bh, off_m, n_blocks = _tile(t, n_mblocks, n_tiles, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
+        bh, off_m, n_blocks = _tile(t, n_mblocks, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
         turn_phase = _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
                                     q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
                                     bh, off_m, n_ctx, n_blocks, qk_scale, c, n_done & 1, turn_phase,
@@ -335,7 +331,7 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                           BLOCK_N))],  # the producer warp
             [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
     else:  # one work item per program, both warpgroups in step, copies issued here
-        bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_tiles, n_ctx, CAUSAL, BLOCK_M, BLOCK_N)
+        bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_ctx, CAUSAL, BLOCK_M, BLOCK_N)
         _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, q_smem, k_smem, v_smem,
                        q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
                        bh, off_m, n_ctx, n_blocks, qk_scale, 0, 0, 0,
