@@ -54,6 +54,7 @@ def test_forward_matches_float64(n, d, dtype, causal):
 
 
 @pytest.mark.parametrize("flags", [dict(pingpong=False), dict(overlap=False), dict(persistent=False),
+                                   dict(persistent=True), dict(persistent=True, pingpong=False),
                                    dict(warp_spec=False, pingpong=False),
                                    dict(warp_spec=False, pingpong=False, overlap=False)])
 @pytest.mark.parametrize("d", [64, 128])
