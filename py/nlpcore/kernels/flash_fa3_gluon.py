@@ -4,7 +4,7 @@ What you will learn here: how FlashAttention-3 (Shah, Bikshandi, Zhang, Thakkar,
 2024, arXiv:2407.08608) keeps an H100/H200 busy, written out in Triton's Gluon dialect, where
 the programmer — not the compiler — places every copy, barrier and matrix product.
 
-Why FlashAttention-2's loop leaves Hopper partly idle (FA3 §3): the tensor cores multiply at
+Why FlashAttention-2's loop leaves Hopper partly idle (FA3 §3.1): the tensor cores multiply at
 roughly 256× the rate at which the special-function units evaluate ``exp`` (989 TFLOP/s of
 fp16 products against 3.9 TFLOP/s of special functions on an H100 SXM5), so a warpgroup that
 runs  QKᵀ → softmax → PV  in order spends a large share of every tile with its tensor cores
@@ -23,6 +23,14 @@ this kernel so that their worth can be measured (bench/fa3_h200.py):
 ``OVERLAP`` — inside one warpgroup, the softmax of tile j runs while the tensor cores compute
     QKⱼ₊₁ᵀ and P V of tile j (FA3 §3.2, Figure 2; Algorithm 2): products are issued
     asynchronously (``wgmma`` with ``is_async=True``) and waited for only when needed.
+
+A work item is 128 query rows of one head (64 per consumer). The grid is either one program
+per item or, with WARP_SPEC, persistent: one program per SM that takes items pid, pid + P, ...;
+the ring positions and barrier phases then carry on from item to item, Q has its own "empty"
+barrier and O its own shared tile, so the next item's loads start during this one's epilogue
+(flash_fa3 picks the launch; bench/FA3.md has what each buys). On the H200 (bench/FA3.md):
+up to 667 TFLOP/s at d = 128, N = 16384; warp specialisation is worth +20-26%, the overlap
++5-6% at d = 128, ping-pong +2% at most.
 
 Per consumer warpgroup, with the overlap (S = scores, P = probabilities, O = accumulator)::
 
