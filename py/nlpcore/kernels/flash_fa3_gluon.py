@@ -29,7 +29,7 @@ per item or, with WARP_SPEC, persistent: one program per SM that takes items pid
 the ring positions and barrier phases then carry on from item to item, Q has its own "empty"
 barrier and O its own shared tile, so the next item's loads start during this one's epilogue
 (flash_fa3 picks the launch; bench/FA3.md has what each buys). On the H200 (bench/FA3.md):
-up to 667 TFLOP/s at d = 128, N = 16384; warp specialisation is worth +20-26%, the overlap
+618-667 TFLOP/s at d = 128, N = 16384 across four runs; warp specialisation is worth +20-26%, the overlap
 +5-6% at d = 128, ping-pong +2% at most.
 
 Per consumer warpgroup, with the overlap (S = scores, P = probabilities, O = accumulator)::
