@@ -267,7 +267,10 @@ CLAIMS: Tuple[Claim, ...] = (
           "form of Rabe &amp; Staats (2021), which FlashAttention-2 adopted in place of the 2022 paper's "
           'Algorithm 1, where <span class="tex">O_i</span> is normalised after every block',
           "arXiv:2112.05682", "Sec. 3 (numerical stability); adopted in Dao 2023, Sec. 3.1.1, tweak 1", "stated",
-          quote="After processing all keys and queries, we divide v*/s* to get the final result."),
+          quote="After processing all keys and queries, we divide v*/s* to get the final result.",
+          probe='<a href="#ep4">Episode 4</a>\'s derivation; the '
+                '<a href="exercise.html?id=online-softmax">online-softmax exercise</a>\'s Compose step writes it.',
+          ledger=True),
     Claim("q-outer-traffic",
           "The query-outer order re-reads <span class=\"tex\">K</span> and <span class=\"tex\">V</span> once per "
           'query block (≈ <span class="tex">2N^2d/B_r</span> elements), the key/value-outer order re-reads '
