@@ -269,10 +269,16 @@ def test_a_non_matmul_flop_costs_what_fa2_states():
 
 
 def test_statuses_fit_what_the_source_does():
-    """A remark, a cited figure, a datasheet ratio, a design choice or an attribution is "stated",
-    not "proved" or "demonstrated"; the unnormalised accumulator is credited to Rabe & Staats."""
+    """A remark, a cited figure, a datasheet ratio, a design choice or an attribution is marked
+    basis="stated" (status "demonstrated", one of DESIGN.md's five) and shown as "stated in the
+    source"; the unnormalised accumulator is credited to Rabe & Staats."""
+    assert claims.STATUSES == ("proved", "demonstrated", "measured here", "modelled here", "ours")
     for cid in ("fa-typical-m", "fa-a100-memory", "fa2-nonmatmul-cost", "fa2-blocks", "fa2-unscaled-credit"):
-        assert claims.BY_ID[cid].status == "stated", cid
+        assert (claims.BY_ID[cid].status, claims.BY_ID[cid].basis) == ("demonstrated", "stated"), cid
+        assert 'data-basis="stated"' in claims.render(claims.BY_ID[cid])
+    assert "stated in the source" in claims.ledger_rows()
+    bad = claims.BY_ID["fa-typical-m"]._replace(status="proved")
+    assert any("basis 'stated'" in p for p in claims.problems(bad))
     assert claims.BY_ID["fa2-unscaled-credit"].source == "arXiv:2112.05682"
     assert "Jia" in claims.BY_ID["fa-a100-memory"].locator
 

@@ -8,12 +8,15 @@ claim (``quote``, short), and a ``status``:
 
 - ``"proved"``: the source proves it (a theorem, a proposition, a derivation it gives);
 - ``"demonstrated"``: the source shows it by measurement, on its hardware;
-- ``"stated"``: the source states it without proof or measurement of its own (a remark, a
-  figure it cites from others, a ratio of datasheet numbers, a design choice or an attribution);
 - ``"measured here"``: we measured it; ``record`` names the file under the repository and
   ``key`` the value in it (syntax of :func:`resolve`);
 - ``"modelled here"``: our model computes it; ``function`` names it (``module:attribute``);
 - ``"ours"``: a statement of this lab's own, in no source; its argument is on the page.
+
+The five statuses are DESIGN.md's contract. Some sources neither prove nor measure what they
+say (a remark, a figure cited from others, a ratio of datasheet numbers, a design choice, an
+attribution): such a claim is ``"demonstrated"`` with ``basis="stated"``, and the pages show it
+as "stated in the source", not as a demonstration.
 
 build.py stamps each claim into the pages as ``{{claim.<id>}}`` (the sentence and its citation,
 in a ``<span data-claim>``) and the ledger on the module page as ``{{claims.ledger}}`` (every
@@ -26,7 +29,8 @@ import html
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-STATUSES = ("proved", "demonstrated", "stated", "measured here", "modelled here", "ours")
+STATUSES = ("proved", "demonstrated", "measured here", "modelled here", "ours")
+BASES = (None, "stated")  # "stated": the source says it without proving or measuring it
 
 SOURCES = {  # source -> (how a page cites it, the anchor of its entry in the module page's Sources)
     "arXiv:2205.14135": ("Dao et al. 2022", "src-dao2022"),
@@ -52,6 +56,7 @@ class Claim(NamedTuple):
     function: Optional[str] = None    # "modelled here": "nlpcore.module:attribute"
     probe: Optional[str] = None       # HTML: where to probe it in this lab (the ledger's third column)
     ledger: bool = False              # listed in the module page's claims ledger
+    basis: Optional[str] = None       # "stated": the source says it, neither proves nor measures it
 
 
 def _fig2_keys(field: str) -> str:
@@ -105,14 +110,14 @@ CLAIMS: Tuple[Claim, ...] = (
           'For typical <span class="tex">d</span> (64–128) and <span class="tex">M</span> “around 100KB”, '
           '<span class="tex">d^2</span> is many times smaller than <span class="tex">M</span>, so FlashAttention '
           "makes many times fewer HBM accesses",
-          "arXiv:2205.14135", "Sec. 3.2, a remark after Theorem 2", "stated",
+          "arXiv:2205.14135", "Sec. 3.2, a remark after Theorem 2", "demonstrated", basis="stated",
           quote="For typical values of d (64-128) and M (around 100KB), d² is many times smaller than M"),
     # ---- FlashAttention (Dao et al. 2022): what it measures ----------------------------------
     Claim("fa-a100-memory",
           "An A100 has 40–80&nbsp;GB of HBM at 1.5–2.0&nbsp;TB/s and 192&nbsp;KB of on-chip SRAM in each of "
           "its 108 streaming multiprocessors, at roughly 19&nbsp;TB/s",
           "arXiv:2205.14135", "Sec. 2.1 and Fig. 1 left, citing the microbenchmarks of Jia & Van Sandt 2021 "
-          "and Jia et al. 2018", "stated",
+          "and Jia et al. 2018", "demonstrated", basis="stated",
           quote="the A100 GPU has 40-80GB of high bandwidth memory (HBM) with bandwidth 1.5-2.0TB/s and 192KB "
                 "of on-chip SRAM per each of 108 streaming multiprocessors with bandwidth estimated around 19TB/s"),
     Claim("fa-figure2",
@@ -231,7 +236,7 @@ CLAIMS: Tuple[Claim, ...] = (
           "FLOPs: {{hardware.a100_fp16_tflops}}&nbsp;TFLOP/s of fp16 matrix multiply on the tensor cores against "
           "{{hardware.a100_fp32_tflops}}&nbsp;TFLOP/s of fp32 for everything else (datasheet figures, not a "
           "measurement)",
-          "arXiv:2307.08691", "Sec. 3.1", "stated",
+          "arXiv:2307.08691", "Sec. 3.1", "demonstrated", basis="stated",
           quote="each non-matmul FLOP is 16× more expensive than a matmul FLOP"),
     Claim("fa2-update-count",
           'In the 2022 Algorithm 1 every key block rescales <span class="tex">O_i</span> by '
@@ -266,7 +271,7 @@ CLAIMS: Tuple[Claim, ...] = (
           '<span class="tex">O</span>, add <span class="tex">\\tilde P V</span>, divide once at the end — is the '
           "form of Rabe &amp; Staats (2021), which FlashAttention-2 adopted in place of the 2022 paper's "
           'Algorithm 1, where <span class="tex">O_i</span> is normalised after every block',
-          "arXiv:2112.05682", "Sec. 3 (numerical stability); adopted in Dao 2023, Sec. 3.1.1, tweak 1", "stated",
+          "arXiv:2112.05682", "Sec. 3 (numerical stability); adopted in Dao 2023, Sec. 3.1.1, tweak 1", "demonstrated", basis="stated",
           quote="After processing all keys and queries, we divide v*/s* to get the final result.",
           probe='<a href="#ep4">Episode 4</a>\'s derivation; the '
                 '<a href="exercise.html?id=online-softmax">online-softmax exercise</a>\'s Compose step writes it.',
@@ -296,7 +301,7 @@ CLAIMS: Tuple[Claim, ...] = (
     Claim("fa2-blocks",
           "FlashAttention-2 takes blocks of 64 or 128 query rows and key columns and keeps the score tile and "
           "the output accumulator on chip (registers and shared memory); larger blocks need more registers",
-          "arXiv:2307.08691", "Sec. 3.3, “Tuning block sizes”", "stated",
+          "arXiv:2307.08691", "Sec. 3.3, “Tuning block sizes”", "demonstrated", basis="stated",
           quote="Typically we choose blocks of size {64, 128} × {64, 128}"),
     # ---- Ring Attention (Liu, Zaharia & Abbeel 2023) -----------------------------------------
     Claim("ring-overlap",
@@ -340,8 +345,9 @@ def cite(claim: Claim) -> str:
 def render(claim: Claim) -> str:
     """The claim as a page prints it: its sentence and citation in a ``<span data-claim>``."""
     quote = ' title="%s"' % html.escape(claim.quote, quote=True) if claim.quote else ""
-    return '<span class="claim" data-claim="%s" data-status="%s"%s>%s (%s)</span>' % (
-        claim.id, claim.status, quote, claim.text, cite(claim))
+    basis = ' data-basis="%s"' % claim.basis if claim.basis else ""
+    return '<span class="claim" data-claim="%s" data-status="%s"%s%s>%s (%s)</span>' % (
+        claim.id, claim.status, basis, quote, claim.text, cite(claim))
 
 
 def ledger_rows() -> str:
@@ -350,7 +356,10 @@ def ledger_rows() -> str:
     for claim in CLAIMS:
         if not claim.ledger:
             continue
-        badge = '<span class="badge %s">%s</span>' % (claim.status.split()[0], claim.status)
+        if claim.basis == "stated":  # the source says it, neither proves nor measures it
+            badge = '<span class="badge stated">stated in the source</span>'
+        else:
+            badge = '<span class="badge %s">%s</span>' % (claim.status.split()[0], claim.status)
         rows.append('      <tr data-claim-row="%s"><td>%s.</td>\n          <td>%s</td>\n          <td>%s</td></tr>'
                     % (claim.id, render(claim), badge, claim.probe or ""))
     return "\n".join(rows)
@@ -405,7 +414,11 @@ def problems(claim: Claim) -> List[str]:
         out.append("%s: a measured claim names its record and key" % claim.id)
     if claim.status == "modelled here" and not claim.function:
         out.append("%s: a modelled claim names its function" % claim.id)
-    if claim.status in ("proved", "demonstrated", "stated") and claim.source == "ours":
+    if claim.basis not in BASES:
+        out.append("%s: basis %r is not one of %s" % (claim.id, claim.basis, BASES))
+    if claim.basis == "stated" and claim.status != "demonstrated":
+        out.append("%s: basis 'stated' goes with status 'demonstrated'" % claim.id)
+    if claim.status in ("proved", "demonstrated") and claim.source == "ours":
         out.append("%s: %s in which source?" % (claim.id, claim.status))
     if claim.quote is not None and len(claim.quote) > 300:
         out.append("%s: the quote is longer than 300 characters" % claim.id)
