@@ -30,7 +30,8 @@ if not torch.cuda.is_available():
 pytest.importorskip("triton", reason="the Triton port needs Triton (pip install -e '.[triton]')")
 
 from nlpcore import tolerances  # noqa: E402
-from nlpcore.kernels import check_triton, reference  # noqa: E402
+from nlpcore.kernels import reference  # noqa: E402
+from nlpcore.lab.exercises.triton import check_triton  # noqa: E402
 from nlpcore.kernels import flash_triton as ft  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -242,7 +243,7 @@ def test_nothing_else_in_nlpcore_imports_the_triton_port():
     """The browser has no torch: only check_triton (a CLI) may import flash_triton, and only the
     Triton modules themselves (flash_triton and the modules it is split into, split_k_triton)
     import torch or triton. tests/test_kernel_imports.py checks the layers inside kernels/."""
-    allowed = {"kernels/flash_triton.py", "kernels/check_triton.py", "kernels/split_k_triton.py",
+    allowed = {"kernels/flash_triton.py", "lab/exercises/triton/check_triton.py", "kernels/split_k_triton.py",
                "kernels/flash_triton_bwd.py", "kernels/dropout_triton.py", "kernels/triton_tuning.py",
                "lab/exercises/triton/kernel_starter.py",  # the learner's kernel, never imported
                "lab/exercises/triton/kernel_solution.py"}
@@ -310,7 +311,7 @@ def test_grader_fails_the_starter_and_passes_the_solution(capsys, tmp_path):
 
 # A Triton kernel that does nothing useful: launching it is not computing attention with it.
 TOUCH = """import torch, triton, triton.language as tl
-from nlpcore.kernels import check_triton
+from nlpcore.lab.exercises.triton import check_triton
 
 
 @triton.jit

@@ -28,7 +28,7 @@ The tables (one per use, one entry per dtype or per compared pair):
 - :data:`PAGE` -- the lab page's pairs of float32 results (:mod:`nlpcore.web.lab`); scale
   "array". :data:`PAGE_FLOAT16` -- the same pairs with float16 inputs.
 - :data:`TRITON_FLOAT32` -- the Triton port in float32 against float64
-  (:mod:`nlpcore.kernels.check_triton`); scale "array".
+  (:mod:`nlpcore.lab.exercises.triton.check_triton`); scale "array".
 - :data:`BENCH_WEBGPU` -- a benchmark run counts as valid attention (bench/webgpu_attention.py):
   float32 shader against float32 NumPy on unit-normal inputs; absolute only.
 

@@ -112,12 +112,59 @@ def _scratch_traceback(err: BaseException) -> str:
     return "".join(lines)
 
 
-def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, Any]:
+class _KeptScratch:
+    """The scratch cell's namespace, kept between runs until the learner resets it: one at a
+    time, for the step it belongs to (``key`` "<exercise>/<step>", ``ns``, ``runs`` it has seen).
+    It is the learner's own state, so the grading sandbox neither records nor restores it
+    (``sandbox_skip``): restoring it would wipe it after every run."""
+
+    sandbox_skip = True
+
+    def __init__(self) -> None:
+        self.key, self.ns, self.runs = None, None, 0
+
+    def clear(self) -> None:
+        self.key, self.ns, self.runs = None, None, 0
+
+
+_SCRATCH_KEPT = _KeptScratch()
+PLOT_LIMIT = 16384  # elements of an array the page draws (a heatmap of 128 x 128, or a line)
+
+
+def _plottable(value: Any) -> Optional[Dict[str, Any]]:
+    """A 1-D or 2-D real array (ndarray, or a list of numbers) as plain data the page can draw:
+    {shape, dtype, data (row-major floats, None where not finite), min, max}; None otherwise."""
+    import numpy as np
+
+    if isinstance(value, (list, tuple)):
+        try:
+            value = np.asarray(value)
+        except Exception:  # ragged or odd lists are simply not drawn
+            return None
+    if not isinstance(value, np.ndarray) or value.ndim not in (1, 2) or value.size == 0:
+        return None
+    if value.dtype.kind not in "biuf" or value.size > PLOT_LIMIT:
+        return None
+    flat = value.astype(np.float64).ravel()
+    finite = np.isfinite(flat)
+    return {"shape": list(value.shape), "dtype": str(value.dtype),
+            "data": [float(x) if ok else None for x, ok in zip(flat, finite)],
+            "min": float(flat[finite].min()) if finite.any() else None,
+            "max": float(flat[finite].max()) if finite.any() else None}
+
+
+def scratch(exercise: str, step: str, definitions: str, code: str, keep: bool = False,
+            reset: bool = False) -> Dict[str, Any]:
     """Run ``code`` against the learner's current ``definitions`` (the editor's text), without
-    grading: the definitions run first in a fresh namespace, then ``code`` in the same namespace,
-    isolated as a grade is (:func:`nlpcore.lab.session.isolated`, no kernel refused: the cell is
-    for exploring). A last line that is an expression is shown like at a Python prompt
-    (``value``: its repr). Returns {stdout, stderr, traceback, value, restored, elapsed_ms}."""
+    grading: the definitions run first, then ``code`` in the same namespace, isolated as a grade
+    is (:func:`nlpcore.lab.session.isolated`, no kernel refused: the cell is for exploring). A
+    last line that is an expression is shown like at a Python prompt (``value``: its repr; and
+    ``plot``: the value as plain data when it is a 1-D or 2-D real array, see :func:`_plottable`).
+
+    With ``keep``, the namespace outlives the run: the next run of the same step's cell starts
+    from it (the definitions run again first, so edits in the editor take effect) until
+    ``reset`` (or another step's cell, or a restart of Python). Returns {stdout, stderr,
+    traceback, value, plot, runs (runs this namespace has seen), restored, elapsed_ms}."""
     exercise, step = _str(exercise, "exercise"), _str(step, "step")
     definitions, code = _str(definitions, "definitions"), _str(code, "code")
     language = lab.exercise(exercise).step(step).language
@@ -126,10 +173,14 @@ def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, 
                          % (step, exercise, language))
     _remember(LEARNER_FILE, definitions)
     _remember(SCRATCH_FILE, code)
-    value, error = None, None
+    key = exercise + "/" + step
+    if reset or not keep or _SCRATCH_KEPT.key != key:
+        _SCRATCH_KEPT.clear()
+    ns = _SCRATCH_KEPT.ns
+    value, plot, error = None, None, None
     start = time.perf_counter()
     with session.isolated() as run:
-        ns = {"__name__": "learner", "__builtins__": __builtins__}
+        ns = ns or {"__name__": "learner", "__builtins__": __builtins__}
         try:
             exec(compile(definitions, LEARNER_FILE, "exec"), ns)
             tree = ast.parse(code, SCRATCH_FILE, "exec")
@@ -141,13 +192,17 @@ def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, 
                 shown = eval(compile(last, SCRATCH_FILE, "eval"), ns)
                 if shown is not None:
                     value = repr(shown)
+                    plot = _plottable(shown)
         except Exception as err:  # learner code may raise anything
             error = err
-        ns = None
+    if keep:
+        _SCRATCH_KEPT.key, _SCRATCH_KEPT.ns, _SCRATCH_KEPT.runs = key, ns, _SCRATCH_KEPT.runs + 1
+    ns = None
     output = run.output()  # formatted after the interpreter is restored
     return {"stdout": output["stdout"], "stderr": output["stderr"],
             "traceback": "" if error is None else _scratch_traceback(error),
             "value": None if value is None else value[:session.OUTPUT_LIMIT],
+            "plot": plot, "runs": _SCRATCH_KEPT.runs if keep else 1,
             "restored": run.restored,
             "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1)}
 

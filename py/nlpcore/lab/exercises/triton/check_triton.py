@@ -1,8 +1,8 @@
 """Grade a Triton FlashAttention against a float64 oracle, one printed verdict per check.
 
-    python -m nlpcore.kernels.check_triton                       # grades nlpcore.kernels.flash_triton
-    python -m nlpcore.kernels.check_triton my_flash.py           # grades your module
-    python -m nlpcore.kernels.check_triton my_flash.py --device cpu --json
+    python -m nlpcore.lab.exercises.triton.check_triton                       # grades nlpcore.kernels.flash_triton
+    python -m nlpcore.lab.exercises.triton.check_triton my_flash.py           # grades your module
+    python -m nlpcore.lab.exercises.triton.check_triton my_flash.py --device cpu --json
 
 The module under test must define ``forward(q, k, v, causal=False, scale=None) -> (o, lse)``
 and ``backward(q, k, v, o, lse, do, causal=False, scale=None) -> (dq, dk, dv)`` on tensors
@@ -41,7 +41,7 @@ from typing import NamedTuple, Optional
 try:
     import torch
 except ImportError as exc:  # pragma: no cover - only where torch is absent
-    raise ImportError("nlpcore.kernels.check_triton needs PyTorch and Triton: "
+    raise ImportError("nlpcore.lab.exercises.triton.check_triton needs PyTorch and Triton: "
                       "pip install -e '.[triton]'") from exc
 
 from nlpcore import tolerances  # noqa: E402  (after the torch check, which says what is missing)
@@ -374,7 +374,7 @@ def load_module(path):
 
 
 def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nlpcore.kernels.check_triton",
+    parser = argparse.ArgumentParser(prog="python -m nlpcore.lab.exercises.triton.check_triton",
                                      description="Grade a Triton FlashAttention module.")
     parser.add_argument("path", nargs="?", help="your module (default: nlpcore.kernels.flash_triton)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
