@@ -44,9 +44,9 @@ MISCHIEF = {
         builtins.len = lambda x: 0
     """,
     "function code and defaults": """
-        import nlpcore.kernels.reference as ref
+        import nlpcore.tolerances as tol
         from nlpcore.lab import judging as fw
-        ref.forward.__code__ = (lambda q, k, v, causal=False, mask=None, scale=None: (0, 0)).__code__
+        tol.compare.__code__ = (lambda got, want, tol: None).__code__
         fw.assert_close.__defaults__ = ("float64", 1e9, 1e9, "")
         fw.assert_close.__kwdefaults__ = {"dtype": "float64", "atol": 1e9, "rtol": 1e9, "context": ""}
     """,
