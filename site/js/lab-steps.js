@@ -20,7 +20,7 @@ import {getRuntime} from "./runtime.js";
 import {isDone, markStep} from "./progress.js";
 import {renderMarkdown} from "./md.js";
 import {el} from "./dom.js";
-import {encodeSpec, openGpu, prepareSpec, release} from "./gpu.js";
+import {openGpu, prepareSpec, release, timeDispatch} from "./gpu.js";
 
 const CHECK_TIMEOUT_MS = 20000;
 const SPEC_TIMEOUT_MS = 60000;
@@ -65,21 +65,14 @@ function gpuOnce() {
   return gpuPromise;
 }
 
-/* Median wall time (submit -> onSubmittedWorkDone) of one spec, after a warm-up dispatch. */
+/* Median wall time (submit -> onSubmittedWorkDone, gpu.js's timeDispatch) of one spec, after
+ * a warm-up dispatch. */
 async function timeSpec(gpu, spec) {
   const ready = await prepareSpec(gpu, spec);
   try {
-    const once = async () => {
-      const encoder = gpu.device.createCommandEncoder();
-      encodeSpec(encoder, ready);
-      const started = performance.now();
-      gpu.device.queue.submit([encoder.finish()]);
-      await gpu.device.queue.onSubmittedWorkDone();
-      return performance.now() - started;
-    };
-    await once();
+    await timeDispatch(gpu, ready);
     const times = [];
-    for (let i = 0; i < TIMING_REPEATS; i++) times.push(await once());
+    for (let i = 0; i < TIMING_REPEATS; i++) times.push((await timeDispatch(gpu, ready)).wallMs);
     times.sort((a, b) => a - b);
     return times[Math.floor(times.length / 2)];
   } finally {
