@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ... import hardware
-from ...kernels.tiling import WEBGPU_DEFAULT_STORAGE
+from ...kernels import tiling
+from ...kernels.tiling import CHUNK4, WEBGPU_DEFAULT_STORAGE
 
 # The visualizer setting of the causal-skip step (visualizer.html?n=24&d=4&m=64&causal=1).
 VIZ_N, VIZ_D, VIZ_M = 24, 4, 64
@@ -11,7 +12,7 @@ VIZ_N, VIZ_D, VIZ_M = 24, 4, 64
 IO_N, IO_D, IO_M = 4096, 64, hardware.A100_SRAM_FP16_ELEMENTS
 # The small-M step: the smallest power of two M at which tiling moves less than standard.
 SMALL_M_N, SMALL_M_D = 256, 64
-TILE_D = 32  # the tile-bytes step
+TILE_D = 128  # the tile-bytes step: a d whose plan differs from the default d = 64's
 REFUSE_D = 1024  # the refusal step
 TIMING_SIZES = (64, 256, 1024)  # the timing widget's default sequence lengths
 TIMING_D = 64
@@ -25,6 +26,8 @@ def fields() -> dict:
     return {
         "WEBGPU_DEFAULT_STORAGE": WEBGPU_DEFAULT_STORAGE, "TILE_D": TILE_D, "REFUSE_D": REFUSE_D,
         "REFUSE_ROW_BYTES": 4 * REFUSE_D,  # one float32 row of K at d = REFUSE_D
+        "TILE_KS": tiling.plan(TILE_D).ks,  # invocations a query row at d = TILE_D
+        "PLAN_CHUNK_D": 4 * CHUNK4,  # head dims one invocation holds (CHUNK4 vec4 slots)
         "VIZ_N": VIZ_N, "VIZ_D": VIZ_D, "VIZ_M": VIZ_M, "IO_N": IO_N, "IO_D": IO_D, "IO_M": IO_M,
         "SMALL_M_N": SMALL_M_N, "SMALL_M_D": SMALL_M_D, "TIMING_D": TIMING_D,
         "H200_FP32_TFLOPS": hardware.as_dict()["h200_fp32_tflops"],

@@ -14,6 +14,10 @@ Markdown (what to do), a ``## Question`` section and, for a choice, a ``## Choic
     needs: compare           optional: compare | timing (what the page must observe first)
     timing: yes              optional: the step carries the timing panel
     checker: choice          the name of its checker in checkers.CHECKERS
+    hides: compare plan      optional, for a prediction: the page results it hides until the
+                             prediction is submitted (compare: the comparison's verdict and
+                             table; plan: the tile-plan panel's values)
+    when: d = 1024           optional: hide them only when the shown run used these inputs
 
     Text with {NAME} fields from settings.fields() ...
 
@@ -102,7 +106,22 @@ def read(path: pathlib.Path) -> dict:
     if head.get("timing") == "yes":
         step["timing"] = {"sizes": list(settings.TIMING_SIZES), "d": settings.TIMING_D}
     step["checker"] = head["checker"]
+    if "hides" in head:
+        step["hides"] = {"targets": head["hides"].split(), "when": _when(head.get("when"), values, path)}
     return step
+
+
+def _when(text, values: dict, path) -> dict:
+    """``d = {REFUSE_D}`` -> {"d": 1024}: the inputs of the run whose results a prediction hides."""
+    when = {}
+    for part in (text or "").format(**values).split(","):
+        if not part.strip():
+            continue
+        name, _, number = part.partition("=")
+        if not number.strip().isdigit():
+            raise ValueError("%s: 'when' reads 'name = integer, ...', got %r" % (path.name, text))
+        when[name.strip()] = int(number)
+    return when
 
 
 def read_all() -> tuple:
