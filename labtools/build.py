@@ -72,6 +72,10 @@ JS_LIBRARIES = (
     ("codemirror/addon/edit/closebrackets.js", "codemirror/addon/edit/closebrackets.js"),
     ("chart.js/LICENSE.md", "chartjs/LICENSE.md"),
     ("chart.js/dist/chart.umd.js", "chartjs/chart.umd.js"),
+    # The accessibility checker, for the browser tests only: no page loads it (the tests inject
+    # it) and the service worker does not cache it for offline use.
+    ("axe-core/LICENSE", "axe-core/LICENSE"),
+    ("axe-core/axe.min.js", "axe-core/axe.min.js"),
 )
 # KaTeX's stylesheet lists woff2 first; every browser that runs WebGPU reads woff2, so the
 # woff and ttf fallbacks are never requested and are not shipped.

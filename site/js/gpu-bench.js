@@ -91,7 +91,7 @@ export function mountGpuBench(root) {
   table.append(el("thead", {}, el("tr", {}, ...["N", "tiled", "naive", "naive / tiled", "tiled rate",
       "outputs", "H200: naive / tiled", "H200: tiled rate"].map((h) => el("th", {scope: "col"}, h)))), body);
   const adapterLine = el("p", {class: "small"});
-  root.append(el("div", {class: "controls"}, sizeBox, button), status, adapterLine, table);
+  root.append(el("div", {class: "controls"}, sizeBox, button), status, adapterLine, el("div", {class: "table-scroll"}, table));
   root.dataset.status = "idle";
 
   // Sizes are stamped into the page from gpubench.SIZES by the build (data-sizes); Python

@@ -150,7 +150,8 @@ function renderTimingPanel(defaults, runtime) {
                    el("thead", {}, el("tr", {},
                       ...["N", "tiled ms", "naive ms", "naive / tiled", "tiled GFLOP/s"].map(
                           (t) => el("th", {scope: "col", text: t})))), body);
-  box.append(el("div", {class: "answer"}, el("label", {}, "N: ", sizes), button), status, table);
+  box.append(el("div", {class: "answer"}, el("label", {}, "N: ", sizes), button), status,
+             el("div", {class: "table-scroll"}, table));
   button.addEventListener("click", async () => {
     let list;
     try {
