@@ -62,3 +62,29 @@ def test_no_page_scrolls_sideways_on_a_phone(open_page, site_url, path):
     page = open_ready(open_page, site_url, path, PHONE)
     widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     assert widths[0] <= widths[1], f"{path} is {widths[0]} px wide in a {widths[1]} px viewport"
+
+
+# The pages a learner walks with the keyboard here (the exercise page has its own keyboard tests).
+KEYBOARD_PAGES = ["index.html", "lab.html", "visualizer.html", "visualizer.html?view=ring", "performance.html"]
+
+
+@pytest.mark.parametrize("path", KEYBOARD_PAGES)
+def test_tab_walks_the_page_with_a_visible_focus_ring(open_page, site_url, path):
+    """Tab reaches controls in order, never sticks, and every focused control draws a ring."""
+    page = open_ready(open_page, site_url, path)
+    seen = []
+    for _ in range(25):
+        page.keyboard.press("Tab")
+        focus = page.evaluate("""() => {
+          const e = document.activeElement;
+          if (!e || e === document.body) return null;
+          const s = getComputedStyle(e);
+          return {tag: e.tagName, id: e.id || e.getAttribute('data-testid') || e.textContent.trim().slice(0, 30),
+                  ring: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2};
+        }""")
+        if focus is None:
+            break
+        assert focus["ring"], f"{path}: {focus['tag']} {focus['id']!r} has focus but no visible ring"
+        seen.append((focus["tag"], focus["id"]))
+    assert len(set(seen)) >= min(len(seen), 5), f"{path}: focus stuck on {seen[-3:]}"
+    assert len(seen) >= 5, f"{path}: Tab reached only {seen}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import urllib.request
 
 import pytest
@@ -170,3 +171,15 @@ def test_source_viewer_states_why_a_path_is_missing(page, site_url):
     status.wait_for(state="visible")
     assert "no source file" in status.inner_text()
     assert page.locator("#source-list li").count() > 5
+
+
+def test_episode2_try_it_starts_at_the_sizes_its_question_names(page, site_url, lab_dist):
+    """Issue 23.9: the question asks about d and Br = Bc; the form starts there, so Run answers it."""
+    html = (lab_dist / "index.html").read_text(encoding="utf-8")
+    cell = html[html.index('data-testid="cell-gpu"'):]
+    question = cell[:cell.index("</div>")]
+    d = re.search(r'<span class="tex">d = (\d+)</span>', question).group(1)
+    b = re.search(r'<span class="tex">B_r = B_c = (\d+)</span>', question).group(1)
+    page.goto(site_url + "index.html")
+    form = "[data-testid=cell-gpu] input[name={}]"
+    assert [page.input_value(form.format(k)) for k in ("d", "br", "bc")] == [d, b, b]

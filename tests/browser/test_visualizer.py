@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 
 from nlpcore.kernels import io_model
 from nlpcore.web import viz
@@ -177,3 +178,27 @@ def test_closed_form_panel_shows_the_h200_measurement_beside_the_model(page, sit
     cells = page.eval_on_selector_all("#viz-measured-body tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
     assert cells[0][1:] == ["%.1f" % fig["baseline"]["hbm_gb"], "%.1f" % fig["baseline"]["model_gb"]]
     assert cells[1][1:] == ["%.2f" % fig["triton"]["hbm_gb"], "%.2f" % fig["triton"]["model_gb"]]
+
+
+def test_picture_and_controls_fit_a_laptop_screen_and_over_m_is_explained(page, site_url):
+    """Issue 23.9: at 1366 × 768 the tile map, the current tile and the player are on screen
+    without scrolling; when the SRAM bar passes M, the page says by how much and why."""
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.goto(f"{site_url}visualizer.html")  # the defaults: N = 48, d = 4, M = 128
+    wait_ready(page, len(viz.trace(48, 4, 128)["steps"]))
+    over = None
+    for _ in range(40):
+        page.click("[data-testid=viz-next]")
+        text = page.inner_text("[data-testid=viz-sram-used]")
+        if "over M" in text:
+            over = text
+            break
+    assert over, "the default trace never passes M within 40 steps"
+    total, sram, excess = (int(x.replace(",", "")) for x in re.search(
+        r"= ([\d,]+) of M = ([\d,]+) — over M by ([\d,]+)", over).groups())
+    assert total - sram == excess > 0
+    assert "Algorithm 1" in over and "score tile" in over and "registers" in over
+    for selector in ("#tile-map", "#tile-canvas", "[data-testid=viz-next]", "[data-testid=viz-play]",
+                     "#scrub", "[data-testid=viz-event]", "#meter-sram"):
+        box = page.locator(selector).bounding_box()
+        assert box and box["y"] >= 0 and box["y"] + box["height"] <= 768, (selector, box)
