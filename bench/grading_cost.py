@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from nlpcore import lab
-    from nlpcore.lab import framework, sandbox
+    from nlpcore.lab import sandbox, session
 
     steps = []
     for ex in lab.exercises():
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
                                  % (ex.id, step.id, first["restored"]))
             ms = cpu_ms(lambda: lab.grade(ex.id, step.id, step.solution), args.repeats)
             steps.append({"exercise": ex.id, "step": step.id, "grade_cpu_ms": round(ms, 2)})
-    snapshot = framework.pristine()
+    snapshot = session.pristine()
     take_ms = cpu_ms(sandbox.Snapshot.take, args.repeats)
     restore_ms = cpu_ms(snapshot.restore, args.repeats)
     slowest = max(steps, key=lambda s: s["grade_cpu_ms"])

@@ -18,7 +18,7 @@ from nlpcore.kernels import tiling
 from nlpcore import shaders
 from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, expressions, hardening, patches, planted_bugs, reader, sizing
-from nlpcore.lab.framework import grade, verify_js
+from nlpcore.lab.session import grade, verify_js
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
@@ -186,7 +186,7 @@ def test_key_tiles_must_be_a_multiple_of_four():
 def test_export_has_wgsl_steps():
     data = EX.to_data()
     assert data["tier"] == "systems · wgsl" and data["ladder"] == ["Scratch", "Harden"]
-    assert data["minutes"] == 120 and data["extra"]["js_modules"] == ["js/wgsl-exercise.js"]
+    assert data["minutes"] == 120 and data["extra"]["js_modules"] == ["js/exercises/wgsl.js"]
     for step in data["steps"]:
         assert step["language"] == "wgsl" and "@compute" in step["starter"]
         assert "@compute" in step["solution"] and step["hints"]

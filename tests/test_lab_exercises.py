@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nlpcore import lab
-from nlpcore.lab import framework as fw
+from nlpcore.lab import judging, model, session
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONTRACT_IDS = {"online-softmax", "backward", "triton", "wgsl", "break-it", "ring"}
@@ -134,7 +134,7 @@ _ref.forward = lambda q, k, v, causal=False, mask=None, scale=None: (
     np.zeros((q.shape[0], v.shape[1])), np.zeros(q.shape[0]))   # the oracle now agrees with zeros
 """
 PATCH_GRADER = """import importlib
-from nlpcore.lab import framework as _fw
+from nlpcore.lab import judging as _fw
 _ex = importlib.import_module("nlpcore.lab.exercises.online-softmax.exercise")
 _fw.assert_close = _ex.assert_close = lambda *a, **k: 0.0      # every comparison passes
 _fw.assert_tiled = _ex.assert_tiled = lambda *a, **k: "fine"
@@ -285,7 +285,7 @@ def test_every_step_has_statement_hints_and_checks():
     for ex in map(lab.exercise, PYTHON_GRADED):
         assert ex.tier in ("browser", "gpu", "systems · wgsl") and ex.minutes > 0 and ex.sources
         for s in ex.steps:
-            assert s.kind in fw.LADDER_KINDS
+            assert s.kind in model.LADDER_KINDS
             assert len(s.statement) > 100 and len(s.hints) >= 2 and s.checks
             compile(s.starter, "starter", "exec")
             compile(s.solution, "solution", "exec")
@@ -323,15 +323,15 @@ def test_fresh_namespace_per_grade():
 
 def test_assert_close_rules():
     shapes = {"x": [3]}
-    assert fw.assert_close("x", [1.0, -np.inf, 2.0], [1.0, -np.inf, 2.0], shapes=shapes) == 0.0
-    with pytest.raises(fw.CheckFailed) as info:
-        fw.assert_close("x", [1.0, np.nan, 2.0], [1.0, 0.0, 2.0], shapes=shapes)
+    assert judging.assert_close("x", [1.0, -np.inf, 2.0], [1.0, -np.inf, 2.0], shapes=shapes) == 0.0
+    with pytest.raises(model.CheckFailed) as info:
+        judging.assert_close("x", [1.0, np.nan, 2.0], [1.0, 0.0, 2.0], shapes=shapes)
     assert "NaN" in info.value.message
-    with pytest.raises(fw.CheckFailed) as info:
-        fw.assert_close("x", [1.0, 0.0, 2.0], [1.0, -np.inf, 2.0], shapes=shapes)
+    with pytest.raises(model.CheckFailed) as info:
+        judging.assert_close("x", [1.0, 0.0, 2.0], [1.0, -np.inf, 2.0], shapes=shapes)
     assert "infinities" in info.value.message
-    with pytest.raises(fw.CheckFailed) as info:
-        fw.assert_close("x", [1.0, 0.0], [1.0, -np.inf, 2.0], shapes=shapes)
+    with pytest.raises(model.CheckFailed) as info:
+        judging.assert_close("x", [1.0, 0.0], [1.0, -np.inf, 2.0], shapes=shapes)
     assert "shape" in info.value.message
 
 
@@ -343,21 +343,21 @@ def test_js_check_protocol_pending_then_verify():
     def verify(ns, job, outputs):
         got = np.frombuffer(outputs["y"], dtype="<f4")
         if not np.allclose(got, 2 * job["double"]):
-            raise fw.CheckFailed("wrong", expected=str(2 * job["double"]), got=str(got))
+            raise model.CheckFailed("wrong", expected=str(2 * job["double"]), got=str(got))
         return "ok"
 
-    ex = fw.Exercise(id="demo", title="t", tier="browser", minutes=1, summary="s", steps=(
-        fw.Step(id="s", kind="Scratch", title="t", minutes=1, statement="s", starter="",
+    ex = model.Exercise(id="demo", title="t", tier="browser", minutes=1, summary="s", steps=(
+        model.Step(id="s", kind="Scratch", title="t", minutes=1, statement="s", starter="",
                 solution="", required=("x",), checks=(
-                    fw.Check("gpu", "runs on the GPU", runner="webgpu", prepare=prepare,
+                    model.Check("gpu", "runs on the GPU", runner="webgpu", prepare=prepare,
                              verify=verify),)),))
-    r = fw.grade(ex, "s", "x = 3.0")
+    r = session.grade(ex, "s", "x = 3.0")
     (pending,) = r["checks"]
     assert pending["status"] == "pending" and pending["runner"] == "webgpu"
     assert pending["job"] == {"double": 3.0} and not r["passed"]
-    good = fw.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
+    good = session.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
                         {"y": np.float32([6.0]).tobytes()})
-    bad = fw.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
+    bad = session.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
                        {"y": np.float32([5.0]).tobytes()})
     assert good["status"] == "pass" and bad["status"] == "fail" and bad["expected"] == "6.0"
 
@@ -409,7 +409,7 @@ for ex in map(lab.exercise, %r):
         assert r["passed"], (ex.id, s.id, [c for c in r["checks"] if c["status"] != "pass"])
         assert not lab.grade(ex.id, s.id, s.starter)["passed"], (ex.id, s.id)
 # isolation on 3.8: a patched NumPy/grader does not reach the next grade; SystemExit fails
-r = lab.grade("online-softmax", "predict", "import numpy as np\nfrom nlpcore.lab import framework as fw\n"
+r = lab.grade("online-softmax", "predict", "import numpy as np\nfrom nlpcore.lab import judging as fw\n"
               "np.allclose = lambda *a, **k: True\nfw.assert_close = lambda *a, **k: 0.0\n"
               "standard = 1.2e6\nflash = 3e5\nraise SystemExit(0)\n")
 assert r["restored"] and all("SystemExit" in c["message"] for c in r["checks"]), r

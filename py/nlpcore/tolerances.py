@@ -23,7 +23,7 @@ The tables (one per use, one entry per dtype or per compared pair):
 - :data:`KERNEL` -- a kernel against the float64 reference, in the tests; scale "array, at
   least 1". float16 is judged by the low-precision bar rather than by this entry, which only
   bounds a float16 computation with float32 accumulation.
-- :data:`GRADER` -- learner code against the grader's reference (:mod:`nlpcore.lab.framework`);
+- :data:`GRADER` -- learner code against the grader's reference (:mod:`nlpcore.lab.judging`);
   scale "entry", looser, since learner code may add in another order.
 - :data:`PAGE` -- the lab page's pairs of float32 results (:mod:`nlpcore.web.lab`); scale
   "array". :data:`PAGE_FLOAT16` -- the same pairs with float16 inputs.

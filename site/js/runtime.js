@@ -20,7 +20,7 @@
  */
 
 const DEFAULT_TIMEOUT_MS = 120000;
-const LEARNER_CALLS = new Set(["exercises.grade", "exercises.scratch", "exercises.verify", "exercises.kill_matrix"]);
+const LEARNER_CALLS = new Set(["exercises.grade", "exercises.scratch", "exercises.verify"]);
 
 class Runtime {
   constructor(workerUrl) {

@@ -13,15 +13,24 @@ in CPython for the tests and in Pyodide for the page (through ``nlpcore.web.exer
 
 Adding an exercise: add a folder ``nlpcore/lab/exercises/<id>/`` (statements, starters,
 solutions and checks together; see the README.md there). Checks that must run in the page (WebGPU) use
-``Check(runner="webgpu", prepare=..., verify=...)``; see :mod:`nlpcore.lab.framework`.
+``Check(runner="webgpu", prepare=..., verify=...)``; see :mod:`nlpcore.lab.model`. Exercises
+import only :mod:`nlpcore.lab.model` and :mod:`nlpcore.lab.judging`; :mod:`nlpcore.lab.session`
+runs and judges them.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List
+import os
+import sys
+from typing import Dict, List, Optional
 
 from .exercises import discover as _discover
-from .framework import Exercise, grade as _grade, library_changed, verify_js as _verify_js
+from . import session as _session
+from .model import Exercise
+from .session import grade as _grade, library_changed, verify_js as _verify_js
+
+# Whether the learner's phase of a grade runs in a separate process (CPython; not Pyodide).
+SEPARATE_PROCESS = sys.platform != "emscripten" and hasattr(os, "fork")
 
 _cache: Dict[str, Exercise] = {}
 
@@ -50,7 +59,7 @@ def exercises() -> List[Exercise]:
 
 
 def grade(ex_id: str, step_id: str, code: str) -> dict:
-    """Grade ``code`` for one step; see :func:`nlpcore.lab.framework.grade`."""
+    """Grade ``code`` for one step; see :func:`nlpcore.lab.session.grade`."""
     return _grade(exercise(ex_id), step_id, code)
 
 

@@ -10,16 +10,13 @@
     exercises.verify(exercise, step, check, code, job, outputs)
                                                          -> one check's verdict after the page ran
                                                             its job (JS-run checks, e.g. WebGPU)
-    exercises.kill_matrix(code=None)                     -> the break-it kill matrix of a suite
-                                                            (the weak suite when code is None),
-                                                            with ``restored`` as grade's
     exercises.lab_check(step, answer, observed=None)     -> a guided-lab answer's verdict
     exercises.lab_timing_spec(n, kernel)                 -> the dispatch spec the lab times on
                                                             the learner's GPU (tiled or naive)
 
 Learner code arrives as a plain string and runs with ``exec`` in a fresh namespace (see
-:func:`nlpcore.lab.framework.load_learner`); whatever it changes in the interpreter is undone
-after each call (:func:`nlpcore.lab.framework.isolated`) and listed in ``restored``; when that
+:func:`nlpcore.lab.session.load_learner`); whatever it changes in the interpreter is undone
+after each call (:func:`nlpcore.lab.session.isolated`) and listed in ``restored``; when that
 list is not empty the page replaces its worker (js/runtime.js, which also enforces the time
 limit). A grade carries the learner's ``stdout``, ``stderr`` and ``traceback``. Must run in
 Pyodide 0.17 (Python 3.8, NumPy 1.17).
@@ -33,14 +30,11 @@ import traceback as _traceback
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import framework, guided
-from ..lab.exercises import module as _exercise_module
+from ..lab import guided, session
 
-mutants = _exercise_module("break-it", "mutants")  # the break-it exercise's kernels and suites
+__all__ = ["catalog", "grade", "scratch", "verify", "lab_check", "lab_timing_spec"]
 
-__all__ = ["catalog", "grade", "scratch", "verify", "kill_matrix", "lab_check", "lab_timing_spec"]
-
-LEARNER_FILE = "<your code>"  # the file name framework.load_learner compiles the learner's code as
+LEARNER_FILE = "<your code>"  # the file name session.load_learner compiles the learner's code as
 SCRATCH_FILE = "<scratch>"
 
 TIMING_MAX_N = 8192  # the largest sequence length the lab's timing panel dispatches
@@ -60,7 +54,7 @@ def catalog() -> list:
 
 
 def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
-    """Grade ``code`` for one step of one exercise; see nlpcore.lab.framework.grade."""
+    """Grade ``code`` for one step of one exercise; see nlpcore.lab.session.grade."""
     return lab.grade(_str(exercise, "exercise"), _str(step, "step"), _str(code, "code"))
 
 
@@ -84,7 +78,7 @@ def _scratch_traceback(err: BaseException) -> str:
 def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, Any]:
     """Run ``code`` against the learner's current ``definitions`` (the editor's text), without
     grading: the definitions run first in a fresh namespace, then ``code`` in the same namespace,
-    isolated as a grade is (:func:`nlpcore.lab.framework.isolated`, no kernel refused: the cell is
+    isolated as a grade is (:func:`nlpcore.lab.session.isolated`, no kernel refused: the cell is
     for exploring). A last line that is an expression is shown like at a Python prompt
     (``value``: its repr). Returns {stdout, stderr, traceback, value, restored, elapsed_ms}."""
     exercise, step = _str(exercise, "exercise"), _str(step, "step")
@@ -97,7 +91,7 @@ def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, 
     _remember(SCRATCH_FILE, code)
     value, error = None, None
     start = time.perf_counter()
-    with framework.isolated() as session:
+    with session.isolated() as run:
         ns = {"__name__": "learner", "__builtins__": __builtins__}
         try:
             exec(compile(definitions, LEARNER_FILE, "exec"), ns)
@@ -113,11 +107,11 @@ def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, 
         except Exception as err:  # learner code may raise anything
             error = err
         ns = None
-    output = session.output()  # formatted after the interpreter is restored
+    output = run.output()  # formatted after the interpreter is restored
     return {"stdout": output["stdout"], "stderr": output["stderr"],
             "traceback": "" if error is None else _scratch_traceback(error),
-            "value": None if value is None else value[:framework.OUTPUT_LIMIT],
-            "restored": session.restored,
+            "value": None if value is None else value[:session.OUTPUT_LIMIT],
+            "restored": run.restored,
             "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1)}
 
 
@@ -129,24 +123,6 @@ def verify(exercise: str, step: str, check: str, code: str, job: Any = None,
         raise TypeError("outputs: expected a dict {name: bytes}, got %s" % type(outputs).__name__)
     return lab.verify_js(_str(exercise, "exercise"), _str(step, "step"), _str(check, "check"),
                          _str(code, "code"), job, outputs or {})
-
-
-def kill_matrix(code: Optional[str] = None) -> Dict[str, Any]:
-    """The break-it kill matrix (clean kernel and five mutants × tests) of the weak suite, or of
-    the suite in ``code``, as {columns, rows, killers}."""
-    source = mutants.WEAK_SUITE_SOURCE if code is None else _str(code, "code")
-    with framework.isolated() as session:
-        try:
-            suite = mutants.load_suite(source)
-        except BaseException as err:  # the learner's suite may raise anything while loading
-            raise ValueError("code: the test suite raised %s while loading: %s"
-                             % (type(err).__name__, err))
-        matrix = mutants.kill_matrix(suite)
-        matrix = {kid: {str(t): str(r) for t, r in row.items()} for kid, row in matrix.items()}
-    table = mutants.matrix_table(matrix)
-    table["killers"] = mutants.killers(matrix)
-    table["restored"] = session.restored
-    return table
 
 
 def lab_check(step: str, answer: Any = None, observed: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:

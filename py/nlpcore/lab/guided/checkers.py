@@ -12,7 +12,7 @@ from typing import Optional
 
 from ... import hardware
 from ...kernels import io_model
-from ...kernels.tiling import WEBGPU_DEFAULT_STORAGE
+from ...kernels.tiling import KEY_STEP, WEBGPU_DEFAULT_STORAGE, bytes_needed
 from . import truths
 from .settings import (IO_D, IO_M, IO_N, NUMBER_RTOL, OK_STATUSES, REFUSE_D, SMALL_M_D, SMALL_M_N,
                        TILE_D, TIMING_D, VIZ_D, VIZ_M, VIZ_N)
@@ -132,9 +132,11 @@ def tile_refuse(spec: dict, picked: int, observed) -> dict:
     right = 0 if refuses else 1
     if picked == right:
         return verdict(True, "Right. " + (
-            "The plan checks the budget before any dispatch: even the smallest tiles need more "
-            "than %d bytes at d = %d, so the page shows the reason instead of running."
-            % (WEBGPU_DEFAULT_STORAGE, REFUSE_D)
+            "The plan checks the budget before any dispatch: even the smallest tiles (%d keys "
+            "of K and of V) need %d bytes at d = %d, over the %d-byte limit, so the page shows "
+            "the reason instead of running."
+            % (KEY_STEP, bytes_needed(1, KEY_STEP, REFUSE_D, REFUSE_D, 4), REFUSE_D,
+               WEBGPU_DEFAULT_STORAGE)
             if refuses else "The plan fits by shrinking the tiles."))
     if picked == 2:
         return verdict(False, "Workgroup memory cannot spill: a pipeline that declares more "

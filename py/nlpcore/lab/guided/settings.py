@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import hardware
 from ...kernels import tiling
-from ...kernels.tiling import CHUNK4, WEBGPU_DEFAULT_STORAGE
+from ...kernels.tiling import CHUNK4, KEY_STEP, WEBGPU_DEFAULT_STORAGE
 
 # The visualizer setting of the causal-skip step (visualizer.html?n=24&d=4&m=64&causal=1).
 VIZ_N, VIZ_D, VIZ_M = 24, 4, 64
@@ -26,6 +26,7 @@ def fields() -> dict:
     return {
         "WEBGPU_DEFAULT_STORAGE": WEBGPU_DEFAULT_STORAGE, "TILE_D": TILE_D, "REFUSE_D": REFUSE_D,
         "REFUSE_ROW_BYTES": 4 * REFUSE_D,  # one float32 row of K at d = REFUSE_D
+        "KEY_STEP": KEY_STEP,  # keys a shader tile takes at a time (one vec4 of scores)
         "TILE_KS": tiling.plan(TILE_D).ks,  # invocations a query row at d = TILE_D
         "PLAN_CHUNK_D": 4 * CHUNK4,  # head dims one invocation holds (CHUNK4 vec4 slots)
         "VIZ_N": VIZ_N, "VIZ_D": VIZ_D, "VIZ_M": VIZ_M, "IO_N": IO_N, "IO_D": IO_D, "IO_M": IO_M,

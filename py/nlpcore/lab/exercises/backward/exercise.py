@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from nlpcore.kernels import flash_np, reference
-from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
-                                  assert_close, assert_tiled, call_learner, expect_array,
-                                  flash_bar, peak_memory, plain_tuple, rng, shapes_of)
+from nlpcore.lab.judging import (assert_close, assert_tiled, call_learner, expect_array, flash_bar,
+                                 peak_memory, plain_tuple, rng, shapes_of)
+from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, LIBRARY_KERNELS, Step
 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 

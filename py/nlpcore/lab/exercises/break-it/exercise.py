@@ -3,7 +3,7 @@ mutant of a clean online-softmax kernel. The kernel, mutants and suites are in
 :mod:`mutants` beside this file; the kill matrix is computed live (in Pyodide on the page)."""
 from __future__ import annotations
 
-from nlpcore.lab.framework import Folder, CheckFailed, Check, Exercise, Step
+from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, Step
 from . import mutants as mu
 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions

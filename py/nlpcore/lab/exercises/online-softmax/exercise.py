@@ -14,10 +14,10 @@ import numpy as np
 from nlpcore import hardware, measured
 from nlpcore.kernels import io_model, reference
 from nlpcore.kernels import online_softmax as lib
-from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
-                                  assert_close, assert_tiled, call_learner, expect_array, expect_number,
-                                  peak_memory, plain_array, plain_tuple, relative_close, rng,
-                                  shapes_of)
+from nlpcore.lab.judging import (assert_close, assert_tiled, call_learner, expect_array,
+                                 expect_number, peak_memory, plain_array, plain_tuple,
+                                 relative_close, rng, shapes_of)
+from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, LIBRARY_KERNELS, Step
 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 

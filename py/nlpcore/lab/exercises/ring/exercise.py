@@ -19,15 +19,15 @@ What the graders hold the learner to (each is the property the step teaches):
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 
 import numpy as np
 
+from nlpcore import hardware
 from nlpcore.kernels import flash_np, reference, ring, split_k
-from nlpcore.lab.framework import (CheckFailed, Check, Exercise, Folder, Step, assert_close, call_learner,
-                                   expect_number, relative_close, rng, shapes_of)
+from nlpcore.lab.judging import assert_close, call_learner, expect_number, relative_close, rng, shapes_of
+from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, Step
 
 HERE = Folder(__file__)  # this exercise's folder: statements and solutions (starters marked in)
 
@@ -51,28 +51,6 @@ PREDICT_RTOL = 0.10
 
 WHY_OWN = ("this step is about composing the ring from the monoid yourself; the library's "
            "ring, split-K and reference kernels would compute the answer for you")
-
-
-@contextlib.contextmanager
-def library_blocked():
-    """While learner code runs: calling the forbidden library functions fails with a reason."""
-    saved = []
-
-    def blocked(module_name, name):
-        def refuse(*args, **kwargs):
-            raise CheckFailed("your code called %s.%s: %s" % (module_name, name, WHY_OWN),
-                              expected="your own merge and ring", got="%s.%s" % (module_name, name))
-        return refuse
-
-    for module, names in FORBIDDEN:
-        for name in names:
-            saved.append((module, name, getattr(module, name)))
-            setattr(module, name, blocked(module.__name__, name))
-    try:
-        yield
-    finally:
-        for module, name, original in saved:
-            setattr(module, name, original)
 
 
 def _check_no_library(ns):
@@ -184,9 +162,8 @@ def _merge_data():
 
 
 def _merge(ns, a, b, what, shapes):
-    with library_blocked():
-        out = call_learner(ns["merge"], (a[0].copy(), a[1].copy()), (b[0].copy(), b[1].copy()),
-                           shapes=shapes, context=what)
+    out = call_learner(ns["merge"], (a[0].copy(), a[1].copy()), (b[0].copy(), b[1].copy()),
+                       shapes=shapes, context=what)
     return _pair(out, "merge")
 
 
@@ -304,9 +281,8 @@ class RingData:
         return o.copy(), lse.copy()
 
     def run(self, ns):
-        with library_blocked():
-            out = call_learner(ns["ring_forward"], self.n, self.devices, self.attend,
-                               shapes=self.shapes, context="ring_forward(%s)" % self.label())
+        out = call_learner(ns["ring_forward"], self.n, self.devices, self.attend,
+                           shapes=self.shapes, context="ring_forward(%s)" % self.label())
         missing = [r for r in range(self.devices) if self.calls[r] != self.devices]
         if missing:
             r = missing[0]
@@ -359,8 +335,7 @@ LAYOUTS = ring.LAYOUTS
 
 
 def _learner_shards(ns, n, p, layout):
-    with library_blocked():
-        out = call_learner(ns["shards"], n, p, layout, context="shards(%d, %d, %r)" % (n, p, layout))
+    out = call_learner(ns["shards"], n, p, layout, context="shards(%d, %d, %r)" % (n, p, layout))
     try:
         rows = [np.sort(np.asarray(x).astype(np.int64).ravel()) for x in out]
     except Exception:  # learner may return anything
@@ -385,8 +360,7 @@ def _check_shards(ns):
 
 
 def _learner_work(ns, n, p, layout):
-    with library_blocked():
-        out = call_learner(ns["work"], n, p, layout, context="work(%d, %d, %r)" % (n, p, layout))
+    out = call_learner(ns["work"], n, p, layout, context="work(%d, %d, %r)" % (n, p, layout))
     try:
         w = np.asarray(out, dtype=np.float64)
     except Exception:  # learner may return anything
@@ -416,8 +390,7 @@ def _check_makespan(ns):
     r = rng(7)
     for shape in ((4, 4), (3, 3), (1, 1)):
         w = r.randint(0, 100, size=shape)
-        with library_blocked():
-            got = call_learner(ns["makespan"], w.copy(), context="makespan of a %dx%d matrix" % shape)
+        got = call_learner(ns["makespan"], w.copy(), context="makespan of a %dx%d matrix" % shape)
         want = float(w.max(axis=0).sum())
         if not isinstance(got, (int, float, np.integer, np.floating)) or float(got) != want:
             raise CheckFailed("makespan(w) for w = %s" % w.tolist(), expected="%g (sum over steps of the "
@@ -430,8 +403,7 @@ def balance_table(ns) -> dict:
     rows = []
     for layout in LAYOUTS:
         w = _learner_work(ns, BALANCE_N, BALANCE_P, layout)
-        with library_blocked():
-            span = expect_number("makespan(work(...))", call_learner(ns["makespan"], w))
+        span = expect_number("makespan(work(...))", call_learner(ns["makespan"], w))
         ideal = float(w.sum()) / BALANCE_P
         rows.append([layout, int(w.sum()), span, span / ideal if ideal else math.inf,
                      1.0 - ideal / span if span else 0.0])
@@ -461,11 +433,21 @@ def _report_balance(ns):
 
 # ------------------------------------------------------------------------------------------
 
+def _overlap_numbers() -> dict:
+    """The ring's overlap condition in numbers for the statement (nlpcore.hardware)."""
+    out = {}
+    for link in ("NVLink", "PCIe"):
+        out["h200_%s_min_block" % link.lower()] = "{:,}".format(hardware.ring_min_block("H200", link))
+        out["h200_%s_oneway" % link.lower()] = "%g" % (hardware.link_bytes_per_s("H200", link) / 1e9)
+    return out
+
+
 def build() -> Exercise:
     predict = Step(
         id="predict", kind="Predict", title="Predict the ring's traffic and memory", minutes=15,
         statement=HERE.statement("predict", N=PREDICT_N, d=PREDICT_D, P=PREDICT_P, BYTES=PREDICT_BYTES,
-                                 rtol_percent=int(round(100 * PREDICT_RTOL))),
+                                 rtol_percent=int(round(100 * PREDICT_RTOL)),
+                                 **_overlap_numbers()),
         starter=HERE.starter("predict"), solution=HERE.solution("predict"),
         hints=(
             "A shard is $n = N / P = 128$ rows. After every step but the last, a device sends the "
@@ -494,7 +476,8 @@ def build() -> Exercise:
             "in range(P) call `attend(r, shards[r], shards[(r - step) % P])` and merge. Then "
             "`np.concatenate` the devices' o and lse in device order.",
         ),
-        required=("merge", "ring_forward"),  # library calls refused by library_blocked (attend uses it)
+        required=("merge", "ring_forward"),
+        refuse=FORBIDDEN_MODULES,  # attend() keeps the reference it computes partials with
         checks=(
             Check("own", "your own monoid (no library ring, split-K or reference)", _check_no_library),
             Check("identity", "identity: (0, -inf) is neutral", _check_identity),

@@ -23,9 +23,9 @@ import numpy as np
 from nlpcore import hardware
 from nlpcore.kernels import reference
 from nlpcore.kernels.tiling import WEBGPU_DEFAULT_STORAGE
-from nlpcore.lab.framework import (LIBRARY_KERNELS, Folder, CheckFailed, Check, Exercise, Step,
-                                  assert_close, call_learner, expect_array, expect_number,
-                                  plain_tuple, rng, shapes_of)
+from nlpcore.lab.judging import (assert_close, call_learner, expect_array, expect_number,
+                                 plain_tuple, rng, shapes_of)
+from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, LIBRARY_KERNELS, Step
 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
 
@@ -314,6 +314,22 @@ BENCH_CHECKS = (
 )
 
 
+def _figure2_estimate() -> dict:
+    """The Compose step's roofline estimate (unfused / fused, forward, non-causal) at the paper's
+    Figure 2 setting on an A100, and the paper's measured ratio there, for the statement."""
+    from nlpcore.kernels import io_model
+    a100 = hardware.GPUS["A100"]
+    b, h, n, d, nbytes = 64, 16, 1024, 64, hardware.FP16_BYTES
+    flops = 4.0 * n * n * d * b * h
+
+    def seconds(elements):
+        return max(flops / a100.fp16_flops, elements * nbytes * b * h / a100.hbm_bytes_per_s)
+    paper = io_model.PAPER_FIGURE2
+    return {"a100_tflops": "%g" % (a100.fp16_flops / 1e12), "a100_hbm_tb_per_s": "%g" % (a100.hbm_bytes_per_s / 1e12),
+            "fig2_estimate": "%.2f" % (seconds(4 * n * n + 4 * n * d) / seconds(4 * n * d)),
+            "fig2_paper_speedup": "%.1f" % (paper["standard_ms"] / paper["flash_ms"])}
+
+
 def build() -> Exercise:
     port = Step(
         id="port", kind="Port", title="Write the kernel: one program, then the GPU", minutes=70,
@@ -346,7 +362,7 @@ def build() -> Exercise:
             "compose", a100_smem_kib=hardware.GPUS["A100"].smem_per_block_bytes // 1024,
             h100_smem_kib=hardware.GPUS["H100"].smem_per_block_bytes // 1024,
             h200_tflops="%g" % (hardware.GPUS["H200"].fp16_flops / 1e12),
-            webgpu_storage=WEBGPU_DEFAULT_STORAGE),
+            webgpu_storage=WEBGPU_DEFAULT_STORAGE, **_figure2_estimate()),
         starter=HERE.starter("compose"), solution=HERE.solution("compose"),
         hints=(
             "`grid = (math.ceil(n_q / BLOCK_M), batch * heads)`: the first axis walks query "
@@ -381,4 +397,5 @@ def build() -> Exercise:
                  "Dao et al. 2022, FlashAttention, arXiv:2205.14135"),
         extra={"panels": [_starter_panel()],
                "check_command": CHECK_COMMAND,
-               "results": RESULTS_PATH})
+               "results": RESULTS_PATH,
+               "js_modules": ["js/exercises/triton.js"]})

@@ -1,7 +1,7 @@
 """The checks of both steps. GPU checks have two halves (see :mod:`nlpcore.lab.framework`):
 :meth:`GpuCase.prepare` fixes the plan, refuses a shader over the memory budget and returns a
 dispatch spec carrying the shader inline, its loops guarded (:mod:`.guard`); the page runs it
-(``site/js/wgsl-exercise.js``) and :meth:`GpuCase.verify` reads the loop guard's trips, then
+(``site/js/exercises/wgsl.js``) and :meth:`GpuCase.verify` reads the loop guard's trips, then
 compares what came back with the CPU mirror. The Python-only checks (interface, memory
 budget, the mirror with the learner's plan) run without WebGPU too.
 """
@@ -14,7 +14,8 @@ import numpy as np
 from nlpcore.kernels import flash_wgsl_mirror as mirror
 from nlpcore.kernels import tiling
 from nlpcore import tolerances
-from nlpcore.lab.framework import Check, CheckFailed, assert_close, shapes_of
+from nlpcore.lab.judging import assert_close, shapes_of
+from nlpcore.lab.model import Check, CheckFailed
 
 from .cases import TIMING_CASES, Case, _host, _tile_plan, expected, reference64
 from . import guard
