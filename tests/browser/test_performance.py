@@ -194,3 +194,26 @@ def test_time_my_gpu_reads_in_plain_units_and_its_text_matches_the_records(page,
     text = page.inner_text("[data-testid=gpu-bench-expect]")
     assert "by little" not in text
     assert f"{min(ratios):.2f}×" in text and f"{max(ratios):.2f}×" in text, text
+
+
+def chart_colours(page, canvas_ids):
+    """{dataset label: colour} of the Chart.js charts drawn on the given canvases."""
+    return page.evaluate(
+        "ids => { const out = {}; for (const id of ids) { const c = Chart.getChart(document.getElementById(id));"
+        " if (!c) throw new Error('no chart on ' + id);"
+        " for (const d of c.data.datasets) out[d.label] = d.backgroundColor; } return out; }",
+        canvas_ids)
+
+
+def test_triton_backends_have_one_colour_everywhere(page, site_url, lab_dist):
+    assert (lab_dist / "bench/results/triton_h200.json").is_file()
+    page.goto(f"{site_url}performance.html")
+    page.wait_for_function("document.querySelector('[data-testid=\"section-triton\"]').dataset.status"
+                           " === 'recorded'", timeout=60000)
+    on_performance = chart_colours(page, ["chart-triton-fwd", "chart-triton-bwd"])
+    page.goto(f"{site_url}exercise.html?id=triton&step=compose")
+    page.wait_for_function("document.getElementById('plot-note').dataset.state === 'ready'",
+                           timeout=60000)
+    on_exercise = chart_colours(page, ["plot-fwd", "plot-bwd"])
+    assert on_exercise == on_performance, (on_exercise, on_performance)
+    assert len(set(on_exercise.values())) == len(on_exercise) >= 4  # one colour per backend
