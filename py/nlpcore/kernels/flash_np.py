@@ -14,7 +14,8 @@ Forward, for a query tile i (rows q0:q1) and a key tile j (columns k0:k1)::
 
 After the last key tile, O_i is exact softmax(S_i) V and lse_i = m + log l.
 
-Loop order (a documented choice, ``loop_order=``):
+Loop order (a documented choice, ``loop_order=``; one function each, ``_forward_kv_outer`` and
+``_forward_q_outer``, with every step tagged by its line of the paper's algorithm):
 - ``"kv_outer"`` (default) is the paper's Algorithm 1: the outer loop walks key/value tiles,
   the inner loop walks query tiles, and O, l, m are read from and written back to HBM at every
   step. This is the order whose IO the paper analyses (Theorem 2: Θ(N²d²/M)).
