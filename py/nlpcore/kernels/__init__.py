@@ -20,7 +20,7 @@ A new module goes into the lowest layer above everything it imports.
 # Browser layers, bottom first: NumPy only.
 BROWSER_LAYERS = (
     ("_checks", "dropout"),  # input checks; the keep-mask hash
-    ("io_model", "online_softmax", "reference", "tiling"),  # HBM traffic; the (m, l) monoid; the oracle; the shader's tile plan
+    ("io_model", "online_softmax", "reference", "tiling"),  # HBM traffic; the monoid; the oracle; the tile plan
     ("flash_wgsl_mirror", "trace"),  # the shader's NumPy twin; counted tile moves
     ("flash_np", "flash_wgpu"),  # tiled attention in NumPy; the shader through wgpu-py
     ("split_k",),  # split-K decoding: flash_np's partials merged by the monoid

@@ -250,7 +250,7 @@ def _forward_kv_outer(x, plan: _Plan, mover: Mover, drop: Optional[_Dropout]):
             tile, p_tile = _tile_softmax(s)  # line 10: m̃_ij, l̃_ij (..., Br); P̃_ij (..., Br, Bc)
             new = combine(old, tile)  # line 11: m_new, l_new
             alpha, beta = _rescale(old.m, tile.m, new.m)  # line 12's e^(m_i − m_new), e^(m̃_ij − m_new)
-            pv = _pv(p_tile, v_j, drop and drop.tile(rows, cols))  # line 12's P̃_ij V_j (dropout: Algorithm 2, line 14)
+            pv = _pv(p_tile, v_j, drop and drop.tile(rows, cols))  # line 12's P̃_ij V_j (Algorithm 2, line 14)
             o_i = _normalise(alpha * (old.l[..., None] * o_i) + beta * pv, new.l)  # line 12
             mover.state(i, j, rows, new.m, new.l)
             mover.store("O", o, rows, o_i, i)  # line 12: write O_i to HBM
