@@ -14,7 +14,8 @@ What goes into the output directory:
                                 the Python package, installed in the page with micropip
     vendor/pyodide/             the Pyodide runtime, NumPy, micropip and its dependencies only
     vendor/{katex,codemirror,chartjs}/
-                                the JS libraries the pages use
+                                the JS libraries the pages use (chartjs/ holds Chart.js and its
+                                matrix chart type, chartjs-chart-matrix)
     src/                        read-only copies of py/nlpcore/**/*.py and wgsl/*.wgsl
     bench/results/*.json        recorded benchmark results the site plots
     data/exercises.json         nlpcore.lab.export_site_data(), when that function exists
@@ -72,6 +73,9 @@ JS_LIBRARIES = (
     ("codemirror/addon/edit/closebrackets.js", "codemirror/addon/edit/closebrackets.js"),
     ("chart.js/LICENSE.md", "chartjs/LICENSE.md"),
     ("chart.js/dist/chart.umd.js", "chartjs/chart.umd.js"),
+    # The matrix (heatmap) chart type: the exercise page's scratch cell draws 2-D arrays with it.
+    ("chartjs-chart-matrix/LICENSE", "chartjs/chartjs-chart-matrix/LICENSE"),
+    ("chartjs-chart-matrix/dist/chartjs-chart-matrix.min.js", "chartjs/chartjs-chart-matrix/chartjs-chart-matrix.min.js"),
 )
 # KaTeX's stylesheet lists woff2 first; every browser that runs WebGPU reads woff2, so the
 # woff and ttf fallbacks are never requested and are not shipped.

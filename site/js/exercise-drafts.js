@@ -51,14 +51,37 @@ export function clockTime(iso) {
   return new Date(iso).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", second: "2-digit"});
 }
 
-/* Saves editors' text as the learner types. `onState(editor, text, state)` reports to the page
- * ("pending" | "saved" | "unsaved"); `onSaved(key, code)` is told of every write. */
+/* Saves editors' text as the learner types, and never over another tab's newer text.
+ *
+ * `onState(editor, text, state)` reports to the page ("pending" | "saved" | "unsaved" |
+ * "conflict"); `onConflict({key, editor, theirs, mine})` is told when this browser's stored draft
+ * for a key changed since this tab last read or wrote it (another tab typed in the same step):
+ * the page asks the learner, then calls keepMine(key) or takeTheirs(key). Until then nothing is
+ * written for that key. Changes are noticed twice: from the "storage" event other tabs' writes
+ * fire here (watchOtherTabs), and by comparing before each write (a write that crosses the event).
+ */
 export class DraftSaver {
-  constructor({onState = () => {}, onSaved = () => {}} = {}) {
+  constructor({onState = () => {}, onConflict = () => {}} = {}) {
     this.onState = onState;
-    this.onSaved = onSaved;
-    this.pending = null;    // {key, editor, timer}
-    this.quiet = false;     // true while the page itself sets an editor's text
+    this.onConflict = onConflict;
+    this.pending = null;      // {key, editor, timer}
+    this.quiet = false;       // true while the page itself sets an editor's text
+    this.base = new Map();    // key -> the stored text this tab last read or wrote
+    this.editors = new Map(); // key -> the editor that shows it now
+    this.conflicts = new Map(); // key -> {key, editor, theirs, mine}
+  }
+
+  /* The editor `editor` now shows the draft of `key` (stored text `stored`, or undefined). */
+  shows(key, editor, stored) {
+    for (const [k, e] of this.editors) {
+      if (e !== editor) continue;
+      this.editors.delete(k);
+      // Left with the question open: this tab's text is kept, restorable, not lost.
+      if (this.conflicts.delete(k) && editor.getValue() !== savedDraft(k)) keepDraft(k, editor.getValue(), "other-tab");
+    }
+    this.conflicts.delete(key);
+    this.editors.set(key, editor);
+    this.base.set(key, stored);
   }
 
   /* Sets an editor's text without that counting as typing. */
@@ -76,7 +99,28 @@ export class DraftSaver {
     if (this.pending && this.pending.key !== key) this.flush();
     if (this.pending) clearTimeout(this.pending.timer);
     this.pending = {key, editor, timer: setTimeout(() => this.flush(), SAVE_DELAY_MS)};
-    this.onState(editor, "Saving your draft…", "pending");
+    if (!this.conflicts.has(key)) this.onState(editor, "Saving your draft…", "pending");
+  }
+
+  /* Writes `code` for `key` unless the stored draft moved on under this tab; true if written. */
+  write(key, editor, code) {
+    const stored = savedDraft(key);
+    if (this.conflicts.has(key)) {
+      this.conflicts.get(key).mine = code;
+      this.onState(editor, "Not saved: another tab changed this draft — choose which to keep.", "conflict");
+      return false;
+    }
+    if (this.base.has(key) && stored !== this.base.get(key) && stored !== code && stored !== undefined) {
+      this.conflict(key, editor, stored, code);
+      return false;
+    }
+    const ok = saveDraft(key, code);
+    if (ok) this.base.set(key, code);
+    this.onState(editor,
+                 ok ? `Draft saved in this browser at ${clockTime(new Date().toISOString())}.`
+                    : "This browser does not let the page save drafts: copy your code before you leave.",
+                 ok ? "saved" : "unsaved");
+    return ok;
   }
 
   flush() {
@@ -84,12 +128,63 @@ export class DraftSaver {
     if (!pending) return;
     clearTimeout(pending.timer);
     this.pending = null;
-    const code = pending.editor.getValue();
-    const ok = saveDraft(pending.key, code);
-    if (ok) this.onSaved(pending.key, code);
-    this.onState(pending.editor,
-                 ok ? `Draft saved in this browser at ${clockTime(new Date().toISOString())}.`
-                    : "This browser does not let the page save drafts: copy your code before you leave.",
-                 ok ? "saved" : "unsaved");
+    this.write(pending.key, pending.editor, pending.editor.getValue());
+  }
+
+  conflict(key, editor, theirs, mine) {
+    const known = this.conflicts.get(key);
+    const entry = {key, editor, theirs, mine};
+    this.conflicts.set(key, entry);
+    this.onState(editor, "Not saved: another tab changed this draft — choose which to keep.", "conflict");
+    if (!known || known.theirs !== theirs) this.onConflict(entry);
+  }
+
+  /* This tab's text wins: it is written (the other tab is told in turn). */
+  keepMine(key) {
+    const entry = this.conflicts.get(key);
+    if (!entry) return;
+    this.conflicts.delete(key);
+    this.base.set(key, savedDraft(key));
+    this.write(key, entry.editor, entry.editor.getValue());
+  }
+
+  /* The other tab's text wins: it goes into the editor; this tab's is kept, restorable. */
+  takeTheirs(key) {
+    const entry = this.conflicts.get(key);
+    if (!entry) return;
+    this.conflicts.delete(key);
+    if (this.pending && this.pending.key === key) {
+      clearTimeout(this.pending.timer);
+      this.pending = null;
+    }
+    const mine = entry.editor.getValue();
+    const theirs = savedDraft(key);
+    if (mine !== theirs) keepDraft(key, mine, "other-tab");
+    this.setText(entry.editor, theirs === undefined ? "" : theirs);
+    this.base.set(key, theirs);
+    this.onState(entry.editor, "The other tab's version is in the editor; yours is kept (Restore my draft).", "saved");
+  }
+
+  /* Listens for other tabs' writes to this browser's drafts. */
+  watchOtherTabs() {
+    window.addEventListener("storage", (event) => {
+      if (event.key !== DRAFTS_KEY) return;
+      let all = {};
+      try {
+        all = JSON.parse(event.newValue || "{}") || {};
+      } catch (error) {
+        return;
+      }
+      for (const [key, editor] of this.editors) {
+        const theirs = all[key];
+        if (theirs === this.base.get(key)) continue;
+        const mine = this.pending && this.pending.key === key ? this.pending.editor.getValue() : editor.getValue();
+        if (theirs === mine || theirs === undefined) {
+          this.base.set(key, theirs);
+          continue;
+        }
+        this.conflict(key, editor, theirs, mine);
+      }
+    });
   }
 }

@@ -5,6 +5,10 @@
  * exercise-results.js) until the learner, after an attempt, asks for the answer (`revealed`,
  * which also counts as "solution viewed"). Once open, the box shows the first prediction beside
  * the checks' expected values. "Load solution" waits for an attempt too: it holds the answer.
+ *
+ * An answer that is not one yet is refused, not recorded: the untouched starter (before any
+ * grading), and a grade whose completeness check fails (Python's "recorded" / "complete"
+ * checks, e.g. "bytes_sent is still None: replace it with your answer"), with that message.
  */
 import {el} from "./dom.js";
 import {noteStep, stepRecord} from "./progress.js";
@@ -12,6 +16,26 @@ import {clockTime} from "./exercise-drafts.js";
 
 const $ = (id) => document.getElementById(id);
 const isPredict = (step) => Boolean(step) && step.kind === "Predict";
+
+// Checks that ask only "is every part of the answer there?"; their message names what is missing.
+export const COMPLETENESS_CHECKS = ["recorded", "complete"];
+
+const normal = (code) => code.replace(/[ \t]+$/gm, "").trim();
+
+/* Before grading: a refusal message when `code` is the untouched starter of a Predict step. */
+export function untouchedRefusal(step, code) {
+  if (!isPredict(step) || normal(code) !== normal(step.starter)) return null;
+  return "Not recorded: this is the untouched starter. Write your prediction in place of the " +
+      "placeholders first; your first real answer is the one kept.";
+}
+
+/* After grading: a refusal message when the answer is incomplete (a completeness check failed). */
+export function incompleteRefusal(step, out) {
+  if (!isPredict(step)) return null;
+  const missing = out.checks.filter((c) => COMPLETENESS_CHECKS.includes(c.id) && c.status !== "pass");
+  if (!missing.length) return null;
+  return `Not recorded: your prediction is incomplete — ${missing.map((c) => c.message || c.title).join("; ")}.`;
+}
 
 /* True when a grade's wrong answer must be drawn without its expected values. */
 export function withholding(ex, step, out) {

@@ -103,17 +103,26 @@ export function clearResults(step, passedBefore) {
   $("run-output").dataset.state = "idle";
 }
 
+/* A run refused before grading: the summary says why, the checks stay "not run". */
+export function showRefused(message) {
+  $("results").dataset.state = "refused";
+  $("results-summary").textContent = message;
+  $("results-summary").dataset.state = "refused";
+}
+
 export function showRunning() {
   $("results").dataset.state = "running";
   $("results-summary").textContent = "Running your code…";
   $("results-summary").dataset.state = "running";
 }
 
-export function renderResults(out, roundTripMs, withhold) {
+/* `withhold`: draw failures without expected values (a Predict step's answer); `refused`: the
+ * answer was not taken (a sentence saying why); `shown`: ids of checks drawn in full anyway. */
+export function renderResults(out, roundTripMs, withhold, {refused = null, shown = []} = {}) {
   const list = $("results");
   list.replaceChildren();
   const graded = out.checks.filter((c) => c.status !== "local");
-  for (const c of graded) list.append(renderCheck(c, withhold));
+  for (const c of graded) list.append(renderCheck(c, withhold && !shown.includes(c.id)));
   list.dataset.withheld = withhold ? "1" : "0";
   const passed = graded.filter((c) => c.status === "pass").length;
   const summary = $("results-summary");
@@ -121,6 +130,10 @@ export function renderResults(out, roundTripMs, withhold) {
       `${out.elapsed_ms.toFixed(0)} ms in Python (${roundTripMs.toFixed(0)} ms round trip).` +
       (out.passed ? " Step complete — saved to your progress." : "");
   summary.dataset.state = out.passed ? "passed" : "failed";
+  if (refused) {
+    summary.textContent = refused;
+    summary.dataset.state = "refused";
+  }
   summary.dataset.elapsedMs = String(out.elapsed_ms);
   summary.dataset.roundTripMs = String(Math.round(roundTripMs));
   list.dataset.state = "done";

@@ -8,6 +8,7 @@
  *   js/exercise-drafts.js  drafts saved per step as the learner types; drafts set aside
  *   js/exercise-predict.js Predict steps: the first prediction kept, the answer on request
  *   js/python-version.js   which Python runs the code, and what that rules out
+ *   js/work-file.js        all progress and drafts exported and imported as one file
  *   js/exercises/<id>.js   an exercise's own page code, named by the exercise in
  *                          extra.js_modules (paths relative to the site root) and imported
  *                          before the editor exists: it may register check runners, a CodeMirror
@@ -32,15 +33,20 @@ import {renderMarkdown} from "./md.js";
 import {createEditor} from "./editor.js";
 import {el} from "./dom.js";
 import {TIME_LIMIT_MS, grade, overran} from "./check-runner.js";
-import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, saveDraft, savedDraft} from "./exercise-drafts.js";
-import {clearResults, renderFailure, renderResults, renderStreams, showRunOutput, showRunning} from "./exercise-results.js";
-import {recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked, withholding} from "./exercise-predict.js";
-import {showRuntimeNote} from "./python-version.js";
+import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, savedDraft} from "./exercise-drafts.js";
+import {clearResults, renderFailure, renderResults, showRefused, showRunOutput, showRunning}
+  from "./exercise-results.js";
+import {COMPLETENESS_CHECKS, incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked,
+        untouchedRefusal, withholding} from "./exercise-predict.js";
+import {codeProblem, describeProblem, showRuntimeNote} from "./python-version.js";
+import {mountWorkFile} from "./work-file.js";
+import {ScratchCell} from "./exercise-scratch.js";
 
 const $ = (id) => document.getElementById(id);
 
 const state = {ex: null, step: null, editor: null, scratch: null, hintsShown: 0, running: false,
-               scratchRunning: false, files: {}, lastOut: null, confirmAction: null};
+               files: {}, lastOut: null, confirmAction: null,
+               confirmOpener: null, otherTab: null, otherTabOpener: null};
 const runtime = getRuntime();
 
 const draftKey = () => `${state.ex.id}/${state.step.id}`;
@@ -55,10 +61,12 @@ function showDraftState(text, stateName) {
   const line = $("draft-state");
   line.textContent = text;
   line.dataset.state = stateName;
+  $("other-tab-reopen").hidden = stateName !== "conflict";
 }
 
 const saver = new DraftSaver({
   onState: (editor, text, stateName) => { if (editor === state.editor) showDraftState(text, stateName); },
+  onConflict: (entry) => askAboutOtherTab(entry),
 });
 
 /* ---- data ---------------------------------------------------------------------------------- */
@@ -88,8 +96,10 @@ function showKeptDraft() {
   const kept = keptDraft(draftKey());
   $("kept-draft").hidden = !kept;
   if (kept) {
-    $("kept-draft-text").textContent = `Your draft from ${clockTime(kept.at)} was set aside when the ` +
-        `${kept.by === "solution" ? "solution" : "starter"} was loaded.`;
+    const why = {solution: "the solution was loaded", starter: "the starter was loaded",
+                 "other-tab": "you took another tab's version", import: "a work file was imported"};
+    $("kept-draft-text").textContent = `Your draft from ${clockTime(kept.at)} was set aside when ` +
+        `${why[kept.by] || why.starter}.`;
   }
 }
 
@@ -103,12 +113,18 @@ function askToReplace(by) {
   $("confirm-replace").hidden = false;
   $("confirm-replace").dataset.by = by;
   state.confirmAction = by;
+  state.confirmOpener = document.activeElement;
   $("confirm-replace-yes").focus();
 }
 
-function closeConfirm() {
+/* Closes the question; `refocus` puts focus back where it was when the question opened. */
+function closeConfirm(refocus = false) {
+  if ($("confirm-replace").hidden) return;
   $("confirm-replace").hidden = true;
   state.confirmAction = null;
+  const opener = state.confirmOpener;
+  state.confirmOpener = null;
+  if (refocus && opener && opener.isConnected && !opener.disabled) opener.focus();
 }
 
 function replaceEditor(by) {
@@ -122,7 +138,7 @@ function replaceEditor(by) {
     keepDraft(draftKey(), current, by);
   }
   saver.setText(state.editor, text);
-  saveDraft(draftKey(), text);
+  saver.write(draftKey(), state.editor, text);
   // Viewed before the step was passed: it counts as "solution viewed" (a step solved first stays solved).
   if (by === "solution" && !isDone("exercises", state.ex.id, step.id)) {
     noteStep("exercises", state.ex.id, step.id, {solution_viewed: true});
@@ -136,11 +152,43 @@ function restoreDraft() {
   if (!kept) return;
   saver.flush();
   saver.setText(state.editor, kept.code);
-  saveDraft(draftKey(), kept.code);
+  saver.write(draftKey(), state.editor, kept.code);
   dropKeptDraft(draftKey());
   showKeptDraft();
   showDraftState("Your draft is back in the editor.", "saved");
   state.editor.focus();
+}
+
+/* ---- another tab changed this step's draft: the learner chooses ---------------------------- */
+
+function askAboutOtherTab(entry) {
+  if (entry.editor !== state.editor && entry.editor !== state.scratch) return;
+  state.otherTab = entry.key;
+  const which = entry.key.endsWith("#scratch") ? "scratch cell" : "code";
+  $("other-tab-text").textContent = `Another tab changed this step's ${which} at ` +
+      `${clockTime(new Date().toISOString())}. Nothing is saved here until you choose: keep this ` +
+      "tab's version (the other tab is told), or take the other tab's (yours is kept: Restore my draft).";
+  $("other-tab").hidden = false;
+  state.otherTabOpener = document.activeElement;
+  $("other-tab-theirs").focus();
+}
+
+function closeOtherTab(refocus = false) {
+  if ($("other-tab").hidden) return;
+  $("other-tab").hidden = true;
+  const opener = state.otherTabOpener;
+  state.otherTabOpener = null;
+  if (!refocus) return;
+  if (opener && opener.isConnected && !opener.hidden && !opener.closest("[hidden]")) opener.focus();
+  else state.editor.focus();
+}
+
+function resolveOtherTab(mine) {
+  const key = state.otherTab;
+  if (mine) saver.keepMine(key);
+  else saver.takeTheirs(key);
+  showKeptDraft();
+  closeOtherTab(true);
 }
 
 /* ---- the exercise and its steps ------------------------------------------------------------ */
@@ -155,26 +203,42 @@ function renderExerciseList(all, current) {
   }
 }
 
+function stepMark(step) {
+  const done = isDone("exercises", state.ex.id, step.id);
+  const viewed = Boolean(stepRecord(state.ex.id, step.id).solution_viewed);
+  const text = done ? (viewed ? "✓ done, solution viewed" : "✓ solved")
+    : (viewed ? `solution viewed · ${step.minutes} min` : `${step.minutes} min`);
+  return {done, viewed, text};
+}
+
+/* The step tabs: built once, then updated in place, so a tab keeps keyboard focus and a click
+ * never lands on a tab that is being replaced. */
 function renderLadder() {
   const nav = $("ladder");
-  nav.replaceChildren();
-  state.ex.steps.forEach((step, index) => {
-    const done = isDone("exercises", state.ex.id, step.id);
-    const viewed = Boolean(stepRecord(state.ex.id, step.id).solution_viewed);
-    const mark = done ? (viewed ? "✓ done, solution viewed" : "✓ solved")
-      : (viewed ? `solution viewed · ${step.minutes} min` : `${step.minutes} min`);
-    const button = el("button", {
-      type: "button", class: "ladder-step" + (step.id === state.step.id ? " current" : ""),
-      "data-testid": "step-tab", "data-step": step.id, "data-done": done ? "1" : "0",
-      "data-solution-viewed": viewed ? "1" : "0",
-      "aria-current": step.id === state.step.id ? "step" : null,
-    }, el("span", {class: "n", text: String(index + 1)}),
-       el("span", {class: "kind", text: step.kind}),
-       el("span", {class: "title", text: step.title}),
-       el("span", {class: "mark", "data-testid": "step-mark", text: mark}));
-    button.addEventListener("click", () => selectStep(step.id, true));
-    nav.append(button);
-  });
+  if (nav.dataset.exercise !== state.ex.id) {
+    nav.dataset.exercise = state.ex.id;
+    nav.replaceChildren(...state.ex.steps.map((step, index) => {
+      const button = el("button", {type: "button", class: "ladder-step", "data-testid": "step-tab",
+                                   "data-step": step.id},
+                        el("span", {class: "n", text: String(index + 1)}),
+                        el("span", {class: "kind", text: step.kind}),
+                        el("span", {class: "title", text: step.title}),
+                        el("span", {class: "mark", "data-testid": "step-mark"}));
+      button.addEventListener("click", () => selectStep(step.id, true));
+      return button;
+    }));
+  }
+  for (const button of nav.querySelectorAll("[data-testid=step-tab]")) {
+    const step = state.ex.steps.find((s) => s.id === button.dataset.step);
+    const {done, viewed, text} = stepMark(step);
+    const current = step.id === state.step.id;
+    button.classList.toggle("current", current);
+    button.dataset.done = done ? "1" : "0";
+    button.dataset.solutionViewed = viewed ? "1" : "0";
+    if (current) button.setAttribute("aria-current", "step");
+    else button.removeAttribute("aria-current");
+    button.querySelector(".mark").textContent = text;
+  }
 }
 
 function renderPanels(panels) {
@@ -228,6 +292,8 @@ function selectStep(stepId, pushUrl) {
   if (math.error) notice("editor-notice", math.error);
   renderPanels((state.ex.extra.panels || []).filter((p) => !p.steps || p.steps.includes(step.id)));
   const saved = savedDraft(draftKey());
+  closeOtherTab();
+  saver.shows(draftKey(), state.editor, saved);
   saver.setText(state.editor, saved !== undefined ? saved : step.starter);
   state.editor.refresh();
   showDraftState(saved !== undefined && saved !== step.starter
@@ -237,17 +303,18 @@ function selectStep(stepId, pushUrl) {
   $("scratch").hidden = !python;
   if (python && state.scratch) {
     const scratchSaved = savedDraft(`${draftKey()}#scratch`);
+    saver.shows(`${draftKey()}#scratch`, state.scratch, scratchSaved);
     saver.setText(state.scratch, scratchSaved !== undefined ? scratchSaved : "");
     state.scratch.refresh();
   }
-  $("scratch-output").replaceChildren();
-  $("scratch-output").dataset.state = "idle";
+  scratchCell.reset();  // another step's cell starts from a fresh namespace
   $("run-checks").textContent = step.kind === "Predict" ? "Submit prediction" : "Run checks";
   updateLoadSolution();
   $("hints").replaceChildren();
   $("next-hint").disabled = step.hints.length === 0;
   $("next-hint").textContent = `Show a hint (${step.hints.length} left)`;
   clearResults(step, isDone("exercises", state.ex.id, step.id));
+  showCodeProblem(null, "");
   state.lastOut = null;
   showPredictBox(state.ex, step);
   showLocalChecks(step);
@@ -278,31 +345,64 @@ function updateLoadSolution() {
 function onRevealAnswer() {
   revealAnswer(state.ex, state.step);
   if (state.lastOut) {
-    const {out, roundTripMs} = state.lastOut;
-    renderResults(out, roundTripMs, withholding(state.ex, state.step, out));
+    const {out, roundTripMs, refused} = state.lastOut;
+    renderResults(out, roundTripMs, withholding(state.ex, state.step, out), {refused, shown: COMPLETENESS_CHECKS});
   }
   showPredictBox(state.ex, state.step);
   updateLoadSolution();
 }
 
+/* The line that stops the learner's code from loading, marked in the editor and named (with
+ * the page's Python version when a newer Python would take it); nothing when it loads. */
+function showCodeProblem(out, code) {
+  state.editor.clearMarks();
+  const box = $("code-problem");
+  const problem = out && (state.step.language || "python") === "python" ? codeProblem(out, code) : null;
+  box.hidden = !problem;
+  if (!problem) return;
+  const line = state.editor.markLine(problem.line, "py-error-line");
+  box.dataset.line = String(line);
+  box.dataset.newer = problem.newer ? problem.newer.version : "";
+  $("code-problem-text").textContent = describeProblem(problem, runtime.info && runtime.info.python);
+  $("code-problem-go").textContent = `Go to line ${line}`;
+}
+
+const scratchCell = new ScratchCell(runtime);
+
+function runScratch() {
+  if ($("run-scratch").disabled || $("scratch").hidden) return;
+  saver.flush();
+  scratchCell.run({exercise: state.ex.id, step: state.step.id, definitions: state.editor.getValue(),
+                   code: state.scratch.getValue()}, {onRestart: watchRuntime});
+}
+
 /* ---- running: the checks and the scratch cell ---------------------------------------------- */
 
 async function runChecks() {
-  if (state.running) return;
+  if (state.running || $("run-checks").disabled) return;
   state.running = true;
   $("run-checks").disabled = true;
   saver.flush();
   const {ex, step} = state;
   const code = state.editor.getValue();
-  saveDraft(draftKey(), code);
+  saver.write(draftKey(), state.editor, code);
+  const untouched = untouchedRefusal(step, code);
+  if (untouched) {
+    showRefused(untouched);
+    state.running = false;
+    $("run-checks").disabled = false;
+    return;
+  }
   showRunning();
   const started = performance.now();
   try {
     const out = await grade(runtime, {exercise: ex.id, step: step.id, code});
-    recordFirstPrediction(ex, step, out);
+    const refused = incompleteRefusal(step, out);
+    if (!refused) recordFirstPrediction(ex, step, out);
     const roundTripMs = performance.now() - started;
-    state.lastOut = {out, roundTripMs};
-    renderResults(out, roundTripMs, withholding(ex, step, out));
+    state.lastOut = {out, roundTripMs, refused};
+    showCodeProblem(out, code);
+    renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS});
     showPredictBox(ex, step);
     showRunOutput(out);
     updateLoadSolution();
@@ -324,32 +424,6 @@ async function runChecks() {
   }
 }
 
-async function runScratch() {
-  if (state.scratchRunning) return;
-  state.scratchRunning = true;
-  $("run-scratch").disabled = true;
-  saver.flush();
-  const output = $("scratch-output");
-  output.dataset.state = "running";
-  output.replaceChildren(el("p", {class: "small", text: "Running…"}));
-  try {
-    const out = await runtime.call("exercises.scratch", {
-      exercise: state.ex.id, step: state.step.id,
-      definitions: state.editor.getValue(), code: state.scratch.getValue(),
-    }, {timeoutMs: TIME_LIMIT_MS});
-    renderStreams(output, out, "Nothing printed, and the last line is not an expression with a value.");
-    output.dataset.state = out.traceback ? "error" : "done";
-  } catch (error) {
-    output.replaceChildren(el("p", {class: "notice", text: overran(error)
-      ? `Stopped after ${TIME_LIMIT_MS / 1000} s (an infinite loop?). Python was restarted.`
-      : `The scratch cell could not run: ${error.message}`}));
-    output.dataset.state = "error";
-    if (overran(error)) watchRuntime();
-  } finally {
-    state.scratchRunning = false;
-    $("run-scratch").disabled = $("runtime-status").dataset.state !== "ready";
-  }
-}
 
 function watchRuntime() {
   const status = $("runtime-status");
@@ -361,11 +435,39 @@ function watchRuntime() {
     status.dataset.state = "ready";
     status.textContent = "Python is ready.";
     $("run-checks").disabled = state.running;
-    $("run-scratch").disabled = state.scratchRunning;
+    $("run-scratch").disabled = scratchCell.running;
     showRuntimeNote($("runtime-note"), runtime.info);
   }, (error) => {
     status.dataset.state = "error";
     status.textContent = `Python (Pyodide) is unavailable, so checks cannot run here: ${error.message}`;
+  });
+}
+
+/* ---- keyboard ------------------------------------------------------------------------------ */
+
+/* Says under an editor what Tab does now (see editor.js's onKeyMode). */
+function showKeyMode(line, mode, run) {
+  line.dataset.mode = mode;
+  line.textContent = mode === "leave"
+    ? "Tab now leaves the editor (Shift+Tab goes back); any other key returns to editing."
+    : mode === "indent" ? `Tab indents here. Esc, then Tab, leaves the editor. ${run}.` : "";
+}
+
+/* Page-wide keys: Ctrl/Cmd+Enter runs the checks from anywhere on the page (the editors handle
+ * it themselves); Esc closes the open question. */
+function listenForKeys() {
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented) return;
+    if (event.key === "Escape" && !$("confirm-replace").hidden) {
+      event.preventDefault();
+      closeConfirm(true);
+    } else if (event.key === "Escape" && !$("other-tab").hidden) {
+      event.preventDefault();  // decide later: nothing is saved for that draft until then
+      closeOtherTab(true);
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.target.closest(".CodeMirror")) {
+      event.preventDefault();
+      runChecks();
+    }
   });
 }
 
@@ -427,9 +529,17 @@ async function main() {
         `(Pyodide) in this page and, for the GPU checks, run through WebGPU; each run has a time ` +
         `limit of ${TIME_LIMIT_MS / 1000} s`;
   }
-  state.editor = createEditor($("editor-host"), {label: "your code", mode: language});
+  const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks};
+  state.editor = createEditor($("editor-host"), {
+    label: "your code", mode: language, keys: runKeys,
+    onKeyMode: (mode) => showKeyMode($("editor-keys"), mode, "Ctrl+Enter (⌘+Enter) runs the checks"),
+  });
   if (state.editor.fallback) notice("editor-notice", state.editor.fallback);
-  state.scratch = createEditor($("scratch-host"), {label: "scratch cell", mode: "python"});
+  state.scratch = createEditor($("scratch-host"), {
+    label: "scratch cell", mode: "python", keys: {...runKeys, "Shift-Enter": runScratch},
+    onKeyMode: (mode) => showKeyMode($("scratch-keys"), mode, "Shift+Enter runs the cell"),
+  });
+  listenForKeys();
   selectStep(params.get("step"), false);
   onProgressChange(() => {
     renderLadder();
@@ -438,12 +548,23 @@ async function main() {
 
   $("run-checks").addEventListener("click", runChecks);
   $("run-scratch").addEventListener("click", runScratch);
+  $("reset-scratch").addEventListener("click", () => scratchCell.reset());
   $("next-hint").addEventListener("click", nextHint);
   $("load-solution").addEventListener("click", () => askToReplace("solution"));
   $("reset-code").addEventListener("click", () => askToReplace("starter"));
   $("confirm-replace-yes").addEventListener("click", () => replaceEditor(state.confirmAction));
-  $("confirm-replace-no").addEventListener("click", closeConfirm);
+  $("confirm-replace-no").addEventListener("click", () => closeConfirm(true));
   $("restore-draft").addEventListener("click", restoreDraft);
+  $("code-problem-go").addEventListener("click", () => state.editor.jumpTo(Number($("code-problem").dataset.line)));
+  $("other-tab-mine").addEventListener("click", () => resolveOtherTab(true));
+  $("other-tab-theirs").addEventListener("click", () => resolveOtherTab(false));
+  $("other-tab-reopen").addEventListener("click", () => {
+    $("other-tab").hidden = false;
+    state.otherTabOpener = $("other-tab-reopen");
+    $("other-tab-theirs").focus();
+  });
+  saver.watchOtherTabs();
+  mountWorkFile({before: () => saver.flush(), after: () => selectStep(state.step.id, false)});
   $("reveal-answer").addEventListener("click", onRevealAnswer);
   state.editor.onChange(() => saver.schedule(state.editor, draftKey()));
   state.scratch.onChange(() => saver.schedule(state.scratch, `${draftKey()}#scratch`));

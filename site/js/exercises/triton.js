@@ -7,8 +7,15 @@
  * each (the vendored Chart.js, loaded on first use). The H200's peak comes from the build
  * (#plot-note's data-peak-tflops, stamped from nlpcore.hardware). Hooks: #results-plot,
  * #plot-note (data-state missing|ready|error), canvases #plot-fwd and #plot-bwd.
+ *
+ * A way home: on the same steps, [data-testid=way-home] links the nlpcore wheel this build made
+ * (wheels/nlpcore-<version>-py3-none-any.whl, found in the manifest, never typed) and the kernel
+ * starter, and gives the two commands that install the wheel and grade a kernel on one's own GPU
+ * (or, without one, in Triton's interpreter). The grading command is the exercise's
+ * extra.check_command, the one the local checks list, so the two cannot drift.
  */
 import {TRITON_BACKENDS} from "../backends.js";
+import {el} from "../dom.js";
 
 const $ = (id) => document.getElementById(id);
 const charts = [];
@@ -73,11 +80,49 @@ async function drawResults(path, files) {
   }
 }
 
+function showWayHome(exercise, files) {
+  let box = $("way-home");
+  if (!box) {
+    box = el("div", {id: "way-home", class: "way-home", "data-testid": "way-home"});
+    $("local").append(box);
+  }
+  const wheel = Object.keys(files).find((f) => /^wheels\/nlpcore-[^/]+\.whl$/.test(f));
+  const command = exercise.extra.check_command || "";
+  const kernelFile = (command.match(/(\S+\.py)\b/) || [])[1] || "my_flash.py";
+  const starter = (exercise.extra.panels || []).find((p) => p.download);
+  if (!wheel || !command) {
+    box.replaceChildren(el("p", {class: "notice", text: "This build has no nlpcore wheel to take home " +
+        "(build.py writes wheels/nlpcore-<version>-py3-none-any.whl)."}));
+    box.dataset.state = "missing";
+    return;
+  }
+  const wheelName = wheel.split("/").pop();
+  const install = `python -m pip install ${wheelName}`;
+  const code = (text, testid) => el("pre", {}, el("code", {"data-testid": testid, text}));
+  box.replaceChildren(
+    el("h4", {text: "Grade your kernel on your own GPU"}),
+    el("p", {class: "small"}, "Download ",
+       el("a", {href: wheel, download: wheelName, "data-testid": "wheel-link", text: wheelName}),
+       " (the lab's Python package, the same one this page runs)",
+       starter && files[starter.download] ? el("span", {}, " and ",
+         el("a", {href: starter.download, download: kernelFile, "data-testid": "kernel-link",
+                  text: `the kernel starter as ${kernelFile}`})) : null,
+       " into one folder. Where PyTorch and Triton are installed (a machine with an NVIDIA GPU, or a " +
+       "hosted notebook with one: prefix each command with !), run there:"),
+    code(install, "home-install"),
+    code(command, "home-grade"),
+    el("p", {class: "small"}, "Without a GPU, Triton's interpreter runs the same checks on the CPU at " +
+       "small sizes: ", el("code", {"data-testid": "home-grade-cpu", text: `TRITON_INTERPRET=1 ${command} --device cpu`}), "."));
+  box.dataset.state = "ready";
+  box.dataset.wheel = wheel;
+}
+
 /* exercise.js announces every step it shows: {exercise, step, files}. */
 document.addEventListener("exercise:step", (event) => {
   const {exercise, step, files} = event.detail;
+  const local = step.checks.some((c) => c.runner === "local");
   const path = exercise.extra.results;
-  const show = Boolean(path) && step.checks.some((c) => c.runner === "local");
-  $("results-plot").hidden = !show;
-  if (show) drawResults(path, files);
+  $("results-plot").hidden = !(path && local);
+  if (path && local) drawResults(path, files);
+  if (local) showWayHome(exercise, files);
 });
