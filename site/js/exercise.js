@@ -339,6 +339,14 @@ function nextHint() {
   $("next-hint").disabled = left === 0;
 }
 
+// What is left to write: a TODO, or a starter's "raise NotImplementedError".
+const TODO = /\bTODO\b|raise NotImplementedError/;
+
+function nextTodo() {
+  const line = state.editor.jumpToNext(TODO);
+  $("todo-state").textContent = line === null ? "No TODO left in your code." : `Line ${line}.`;
+}
+
 function updateLoadSolution() {
   const button = $("load-solution");
   const locked = solutionLocked(state.ex, state.step);
@@ -529,7 +537,7 @@ async function main() {
         `(Pyodide) in this page and, for the GPU checks, run through WebGPU; each run has a time ` +
         `limit of ${TIME_LIMIT_MS / 1000} s`;
   }
-  const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks};
+  const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks, "Alt-T": nextTodo};
   state.editor = createEditor($("editor-host"), {
     label: "your code", mode: language, keys: runKeys,
     onKeyMode: (mode) => showKeyMode($("editor-keys"), mode, "Ctrl+Enter (⌘+Enter) runs the checks"),
@@ -553,6 +561,7 @@ async function main() {
   $("run-scratch").addEventListener("click", runScratch);
   $("reset-scratch").addEventListener("click", () => scratchCell.reset());
   $("next-hint").addEventListener("click", nextHint);
+  $("next-todo").addEventListener("click", nextTodo);
   $("load-solution").addEventListener("click", () => askToReplace("solution"));
   $("reset-code").addEventListener("click", () => askToReplace("starter"));
   $("confirm-replace-yes").addEventListener("click", () => replaceEditor(state.confirmAction));
