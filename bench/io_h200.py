@@ -611,7 +611,7 @@ def main():
     import torch
     import triton
 
-    from nlpcore.kernels import check_triton as ct
+    from nlpcore.lab.exercises.triton import check_triton as ct
     from nlpcore.kernels import flash_triton as ft
 
     os.makedirs(args.out, exist_ok=True)

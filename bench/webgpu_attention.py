@@ -146,7 +146,7 @@ class WgpuRunner:
     maximum, so the naive shader's S fits at larger N (:attr:`naive_limit_bytes`); the tiled
     shader's workgroup memory and invocations stay at the defaults either way."""
 
-    def __init__(self, naive_limit: str = "default") -> None:
+    def __init__(self, naive_limit: str = "default", features: bool = False) -> None:
         import wgpu
 
         from nlpcore.kernels import flash_wgsl_mirror as mirror
@@ -165,9 +165,14 @@ class WgpuRunner:
         if naive_limit == "adapter":
             limits["max-storage-buffer-binding-size"] = adapter.limits["max-storage-buffer-binding-size"]
             limits["max-buffer-size"] = adapter.limits["max-buffer-size"]
+        wanted = ["timestamp-query"] if self.timestamps else []
+        self.limits = {}
+        if features:  # the tier benchmark: the tiers' features and the adapter's workgroup storage
+            wanted += [f for f in ("shader-f16", "subgroup") if f in adapter.features]
+            limits["max-compute-workgroup-storage-size"] = adapter.limits["max-compute-workgroup-storage-size"]
+            self.limits = {"maxComputeWorkgroupStorageSize": limits["max-compute-workgroup-storage-size"]}
         self.naive_limit_bytes = limits["max-storage-buffer-binding-size"]
-        self.device = adapter.request_device_sync(
-            required_features=["timestamp-query"] if self.timestamps else [], required_limits=limits)
+        self.device = adapter.request_device_sync(required_features=wanted, required_limits=limits)
         info = adapter.info
         self.adapter = "{} ({})".format(info.get("device", "?"), info.get("backend_type", "?"))
         self.adapter_info = {key: info.get(key) for key in
@@ -183,7 +188,7 @@ class WgpuRunner:
         usage = {"uniform": wgpu.BufferUsage.UNIFORM,
                  "read-only-storage": wgpu.BufferUsage.STORAGE,
                  "storage": wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC}
-        module = dev.create_shader_module(code=flash_wgpu.shader_source(spec["shader"]))
+        module = dev.create_shader_module(code=flash_wgpu.naga_source(flash_wgpu.shader_source(spec["shader"])))
         layout = dev.create_bind_group_layout(entries=[
             {"binding": b["binding"], "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": b["type"]}}
             for b in spec["bindings"]])
@@ -473,6 +478,15 @@ def main(argv=None) -> int:
                         help="storage-buffer limit for the naive shader's S (wgpu-py)")
     parser.add_argument("--out", default=str(common.RESULTS / "webgpu_attention.json"))
     parser.add_argument("--dist", default=None, help="built site for the chromium engine (default: build one)")
+    parser.add_argument("--tiers", default="",
+                        help="measure the tiled kernel's tiers instead (portable,subgroup,f16,int8; webgpu_tiers.py)")
+    parser.add_argument("--d", default="64", help="head dims for --tiers, e.g. 64,128")
+    parser.add_argument("--causal", default="no", help="for --tiers: no, yes or no,yes")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per row for --tiers")
+    parser.add_argument("--node", default="node", help="Node binary for the dawn engine")
+    parser.add_argument("--dawn-node", default=os.environ.get("DAWN_NODE", ""), help="dawn.node for the dawn engine")
+    parser.add_argument("--sdpa", action="store_true", help="for --tiers: PyTorch SDPA on the same GPU (ceiling)")
+    parser.add_argument("--accuracy", action="store_true", help="for --tiers: random vs outlier-channel inputs")
     parser.add_argument("--rescore", metavar="PATH",
                         help="recompute targets and derived fields of a recorded run, measure nothing")
     args = parser.parse_args(argv)
@@ -489,6 +503,19 @@ def main(argv=None) -> int:
         return 0
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp/xdg-runtime-{}".format(os.getuid()))
     os.makedirs(os.environ["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+    if args.tiers:
+        import webgpu_tiers
+
+        args.argv = list(argv if argv is not None else sys.argv[1:])
+        record = webgpu_tiers.run(args)
+        annotate(record)
+        for engine in record["engines"]:
+            print("\n{} on {} (timing: {})".format(engine["engine"], engine.get("adapter"), engine.get("timing")))
+            print(common.table(["tier", "d", "heads", "N", "causal", "ms", "TFLOP/s", "relL1", "valid"],
+                               [[r["tier"], r.get("d"), r.get("heads"), r.get("n"), r.get("causal"), r.get("ms"),
+                                 r.get("tflops"), r.get("rel_l1"), r["valid"]] for r in engine["rows"]]))
+        print("wrote", common.write_result(Path(args.out), record))
+        return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     heads = [int(s) for s in args.heads.split(",") if s]
     engines = [e for e in args.engines.split(",") if e]

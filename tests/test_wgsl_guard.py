@@ -19,6 +19,8 @@ from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, guard, hardening, planted_bugs
 from nlpcore.lab.session import grade, verify_js
 
+pytestmark = pytest.mark.ex_wgsl
+
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 EX = exercise("wgsl")

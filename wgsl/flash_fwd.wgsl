@@ -110,6 +110,110 @@ var<workgroup> k_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 var<workgroup> s_part: array<f32, SPART>;
 
+// The entry point first; the helpers it calls follow it.
+@compute @workgroup_size(BR * KS)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+  let i = wg.x;                            // query tile index
+  let b = wg.z;                            // batch entry
+  let q0 = i * BR;                         // first query row of the tile
+  let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
+  let r = t / KS;                          // this invocation's row within the tile
+  let lane = t % KS;                       // and its 64 head dims of that row
+  let row_ok = r < rows;                   // rows past the end compute but store nothing
+  let qi = q0 + r;                         // the query row, when row_ok
+  let width = KS * CHUNK4;                 // vec4 slots per key (or value) row of a tile
+  let mine = lane * CHUNK4;                // this lane's first slot within such a row
+
+  // This lane's 64 dims of q, pre-multiplied by the scale (so scores come out scaled);
+  // o = 0, m = MASKED_SCORE, l = 0.
+  var q_reg = chunk_load_q((b * params.n_q + qi) * D, mine * 4u, row_ok, params.scale);
+  var o_reg = Chunk();
+  var m = MASKED_SCORE;
+  var l = 0.0;
+
+  // Key tiles j = 0 .. j_end-1. With causal masking, tiles that start after this query tile's
+  // last row are skipped outright (every score in them is masked): j_end is ceil((q0 + rows) /
+  // BC), the exclusive bound, clamped to Tc when Nq > Nk. It depends only on the uniform params
+  // and workgroup_id, so the barriers inside the loop are in uniform control flow.
+  let t_c = ceil_div(params.n_k, BC);
+  var j_end = t_c;
+  if (params.causal != 0u) {
+    j_end = min(t_c, ceil_div(q0 + rows, BC));
+  }
+  for (var j = 0u; j < j_end; j++) {
+    workgroupBarrier();                    // everyone is done with the previous K_j, V_j
+    let k0 = j * BC;
+    let cols = min(BC, params.n_k - k0);   // Bc, or fewer in the ragged last tile
+
+    // Stage K_j and V_j, four elements per slot (keys past the end, and head dims past D or DV,
+    // read as 0). Neighbouring invocations read neighbouring slots: coalesced.
+    for (var e = t; e < BC * width; e += BR * KS) {
+      let c = e / width;
+      let col = (e % width) * 4u;
+      var nk = 0u;
+      var nv = 0u;
+      if (c < cols) {
+        nk = present(col, D);
+        nv = present(col, DV);
+      }
+      k_tile[e] = load_k4((b * params.n_k + k0 + c) * D + col, nk);
+      v_tile[e] = load_v4((b * params.n_k + k0 + c) * DV + col, nv);
+    }
+    workgroupBarrier();
+
+    // KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile, into s_part
+    // (KS is an override, so this branch, and the barrier in it, is uniform).
+    if (KS > 1u) {
+      for (var c = 0u; c < BC; c++) {
+        s_part[t * BC + c] = chunk_dot(&q_reg, c * width + mine);
+      }
+      workgroupBarrier();
+    }
+
+    // Four keys g .. g+3 at a time.
+    for (var g = 0u; g < BC; g += 4u) {
+      var s: vec4<f32>;
+      if (KS == 1u) {
+        s = vec4<f32>(chunk_dot(&q_reg, g * width), chunk_dot(&q_reg, (g + 1u) * width),
+                      chunk_dot(&q_reg, (g + 2u) * width), chunk_dot(&q_reg, (g + 3u) * width));
+      } else {                             // the row's KS partial sums, added in lane order
+        s = vec4<f32>(0.0);
+        for (var p = 0u; p < KS; p++) {
+          let at = (r * KS + p) * BC + g;
+          s += vec4<f32>(s_part[at], s_part[at + 1u], s_part[at + 2u], s_part[at + 3u]);
+        }
+      }
+      // Masked and out-of-range scores become the sentinel.
+      let live = vec4<bool>(row_ok && g < cols && allowed(b, qi, k0 + g),
+                            row_ok && g + 1u < cols && allowed(b, qi, k0 + g + 1u),
+                            row_ok && g + 2u < cols && allowed(b, qi, k0 + g + 2u),
+                            row_ok && g + 3u < cols && allowed(b, qi, k0 + g + 3u));
+      s = select(vec4<f32>(MASKED_SCORE), s, live);
+
+      // Online softmax: m_new = max(m, max s), p = exp(s - m_new) (exactly 0 for the sentinel),
+      // l = alpha · l + Σ p with alpha = exp(m - m_new); then o = alpha · o + Σ_u p_u · v_{g+u}.
+      let m_new = max(m, max(max(s.x, s.y), max(s.z, s.w)));
+      let p = select(exp(s - vec4<f32>(m_new)), vec4<f32>(0.0), s == vec4<f32>(MASKED_SCORE));
+      let alpha = exp(m - m_new);
+      l = alpha * l + (p.x + p.y) + (p.z + p.w);
+      m = m_new;
+      chunk_update(&o_reg, alpha, p, g * width + mine, width);
+    }
+  }
+
+  // o = o / l and lse = m + log l. A row with no allowed key has l = 0 and o = 0 (every p was
+  // exactly 0): it gets o = 0 and lse = MASKED_SCORE, which the host decodes to -inf. Dividing
+  // by safe_l = 1 there keeps 0/0 and log 0 from ever being evaluated.
+  if (row_ok) {
+    let safe_l = select(l, 1.0, l == 0.0);
+    chunk_store_o(&o_reg, (b * params.n_q + qi) * DV, mine * 4u, safe_l);
+    if (lane == 0u) {
+      lse[b * params.n_q + qi] = select(m + log(safe_l), MASKED_SCORE, l == 0.0);
+    }
+  }
+}
+
 // 64 floats of one row: a lane's share of q or of o.
 alias Chunk = array<vec4<f32>, CHUNK4>;
 
@@ -252,107 +356,4 @@ fn allowed(b: u32, qi: u32, kj: u32) -> bool {
     return ((mask_bits[bit / 32u] >> (bit % 32u)) & 1u) != 0u;
   }
   return true;
-}
-
-@compute @workgroup_size(BR * KS)
-fn main(@builtin(workgroup_id) wg: vec3<u32>,
-        @builtin(local_invocation_index) t: u32) {
-  let i = wg.x;                            // query tile index
-  let b = wg.z;                            // batch entry
-  let q0 = i * BR;                         // first query row of the tile
-  let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
-  let r = t / KS;                          // this invocation's row within the tile
-  let lane = t % KS;                       // and its 64 head dims of that row
-  let row_ok = r < rows;                   // rows past the end compute but store nothing
-  let qi = q0 + r;                         // the query row, when row_ok
-  let width = KS * CHUNK4;                 // vec4 slots per key (or value) row of a tile
-  let mine = lane * CHUNK4;                // this lane's first slot within such a row
-
-  // This lane's 64 dims of q, pre-multiplied by the scale (so scores come out scaled);
-  // o = 0, m = MASKED_SCORE, l = 0.
-  var q_reg = chunk_load_q((b * params.n_q + qi) * D, mine * 4u, row_ok, params.scale);
-  var o_reg = Chunk();
-  var m = MASKED_SCORE;
-  var l = 0.0;
-
-  // Key tiles j = 0 .. j_end-1. With causal masking, tiles that start after this query tile's
-  // last row are skipped outright (every score in them is masked): j_end is ceil((q0 + rows) /
-  // BC), the exclusive bound, clamped to Tc when Nq > Nk. It depends only on the uniform params
-  // and workgroup_id, so the barriers inside the loop are in uniform control flow.
-  let t_c = ceil_div(params.n_k, BC);
-  var j_end = t_c;
-  if (params.causal != 0u) {
-    j_end = min(t_c, ceil_div(q0 + rows, BC));
-  }
-  for (var j = 0u; j < j_end; j++) {
-    workgroupBarrier();                    // everyone is done with the previous K_j, V_j
-    let k0 = j * BC;
-    let cols = min(BC, params.n_k - k0);   // Bc, or fewer in the ragged last tile
-
-    // Stage K_j and V_j, four elements per slot (keys past the end, and head dims past D or DV,
-    // read as 0). Neighbouring invocations read neighbouring slots: coalesced.
-    for (var e = t; e < BC * width; e += BR * KS) {
-      let c = e / width;
-      let col = (e % width) * 4u;
-      var nk = 0u;
-      var nv = 0u;
-      if (c < cols) {
-        nk = present(col, D);
-        nv = present(col, DV);
-      }
-      k_tile[e] = load_k4((b * params.n_k + k0 + c) * D + col, nk);
-      v_tile[e] = load_v4((b * params.n_k + k0 + c) * DV + col, nv);
-    }
-    workgroupBarrier();
-
-    // KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile, into s_part
-    // (KS is an override, so this branch, and the barrier in it, is uniform).
-    if (KS > 1u) {
-      for (var c = 0u; c < BC; c++) {
-        s_part[t * BC + c] = chunk_dot(&q_reg, c * width + mine);
-      }
-      workgroupBarrier();
-    }
-
-    // Four keys g .. g+3 at a time.
-    for (var g = 0u; g < BC; g += 4u) {
-      var s: vec4<f32>;
-      if (KS == 1u) {
-        s = vec4<f32>(chunk_dot(&q_reg, g * width), chunk_dot(&q_reg, (g + 1u) * width),
-                      chunk_dot(&q_reg, (g + 2u) * width), chunk_dot(&q_reg, (g + 3u) * width));
-      } else {                             // the row's KS partial sums, added in lane order
-        s = vec4<f32>(0.0);
-        for (var p = 0u; p < KS; p++) {
-          let at = (r * KS + p) * BC + g;
-          s += vec4<f32>(s_part[at], s_part[at + 1u], s_part[at + 2u], s_part[at + 3u]);
-        }
-      }
-      // Masked and out-of-range scores become the sentinel.
-      let live = vec4<bool>(row_ok && g < cols && allowed(b, qi, k0 + g),
-                            row_ok && g + 1u < cols && allowed(b, qi, k0 + g + 1u),
-                            row_ok && g + 2u < cols && allowed(b, qi, k0 + g + 2u),
-                            row_ok && g + 3u < cols && allowed(b, qi, k0 + g + 3u));
-      s = select(vec4<f32>(MASKED_SCORE), s, live);
-
-      // Online softmax: m_new = max(m, max s), p = exp(s - m_new) (exactly 0 for the sentinel),
-      // l = alpha · l + Σ p with alpha = exp(m - m_new); then o = alpha · o + Σ_u p_u · v_{g+u}.
-      let m_new = max(m, max(max(s.x, s.y), max(s.z, s.w)));
-      let p = select(exp(s - vec4<f32>(m_new)), vec4<f32>(0.0), s == vec4<f32>(MASKED_SCORE));
-      let alpha = exp(m - m_new);
-      l = alpha * l + (p.x + p.y) + (p.z + p.w);
-      m = m_new;
-      chunk_update(&o_reg, alpha, p, g * width + mine, width);
-    }
-  }
-
-  // o = o / l and lse = m + log l. A row with no allowed key has l = 0 and o = 0 (every p was
-  // exactly 0): it gets o = 0 and lse = MASKED_SCORE, which the host decodes to -inf. Dividing
-  // by safe_l = 1 there keeps 0/0 and log 0 from ever being evaluated.
-  if (row_ok) {
-    let safe_l = select(l, 1.0, l == 0.0);
-    chunk_store_o(&o_reg, (b * params.n_q + qi) * DV, mine * 4u, safe_l);
-    if (lane == 0u) {
-      lse[b * params.n_q + qi] = select(m + log(safe_l), MASKED_SCORE, l == 0.0);
-    }
-  }
 }

@@ -49,6 +49,12 @@ LAVAPIPE_LOOP_LIMIT = 65535
 (gallivm's ``LP_MAX_TGSI_LOOP_ITERATIONS``; it counts every iteration of every loop, plus one
 exit test for each loop entered, over the whole invocation)."""
 
+WGPU_FEATURE_NAMES = {"subgroups": "subgroup", "shader-f16": "shader-f16",
+                      "chromium-experimental-subgroup-matrix": None}
+"""WebGPU feature names (what specs list) as wgpu-py 0.32 spells them; None: wgpu-native has no
+such feature (subgroup matrices are Dawn's; wgpu's own cooperative matrices are refused at device
+creation), so a spec that needs it runs only through Dawn (bench/webgpu_dawn.mjs)."""
+
 _device = None  # the GPUDevice, created on first use
 _pipelines: Dict[tuple, object] = {}  # (shader, entry, constants, binding types) -> pipeline
 
@@ -90,15 +96,23 @@ def _wgpu():
 
 
 def device():
-    """The wgpu device (created once), with WebGPU's default limits for what the plan uses."""
+    """The wgpu device (created once), with WebGPU's default limits for what the plan uses and
+    whichever of the tiers' optional features (``shader-f16``, subgroups) the adapter offers."""
     global _device
     if _device is None:
         wgpu = _wgpu()
         adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
         if adapter is None:
             raise RuntimeError("wgpu found no adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers)")
-        _device = adapter.request_device_sync(required_limits=dict(_REQUIRED_LIMITS))
+        wanted = [name for name in WGPU_FEATURE_NAMES.values() if name and name in adapter.features]
+        _device = adapter.request_device_sync(required_features=wanted, required_limits=dict(_REQUIRED_LIMITS))
     return _device
+
+
+def missing_features(spec: dict) -> list:
+    """The features ``spec`` needs (WebGPU names) that this wgpu device lacks."""
+    have = device().features
+    return [f for f in spec.get("features", []) if WGPU_FEATURE_NAMES.get(f, f) not in have]
 
 
 def adapter_name() -> str:
@@ -151,8 +165,8 @@ def _naive_iterations(c: Dict[str, int], n_k: int) -> int:
 def _iterations_at(spec: dict, n_k: int) -> Optional[int]:
     try:
         c = spec["constants"]
-        if spec["shader"] == mirror.FLASH_SHADER:
-            return _flash_iterations(c, n_k, unrolled=spec.get("code") is None)
+        if spec["shader"] in (mirror.FLASH_SHADER, mirror.TIER_SHADERS["subgroup"], mirror.TIER_SHADERS["f16"]):
+            return _flash_iterations(dict(c, KS=c.get("KS", 1)), n_k, unrolled=spec.get("code") is None)
         if spec.get("code") is not None and "BR" in c and "BC" in c:
             # a learner's shader of the same shape (the wgsl exercise's), which may declare no KS
             return _flash_iterations(dict(c, KS=c.get("KS", 1)), n_k, unrolled=False)
@@ -222,6 +236,19 @@ def check_loop_budget(spec: dict) -> None:
         )
 
 
+NAGA_UNSUPPORTED_ENABLE = "enable subgroups;"
+"""Dawn (Tint) requires this directive before a shader uses subgroup built-ins; naga in wgpu-py
+0.32 rejects it ("the `subgroups` enable-extension is not yet supported") yet compiles the
+built-ins themselves when the device has the ``subgroup`` feature. :func:`naga_source` drops the
+line, so the same file runs in both engines; tests/test_wgsl_tiers.py pins both halves."""
+
+
+def naga_source(code: str) -> str:
+    """``code`` as wgpu-py's naga accepts it: without :data:`NAGA_UNSUPPORTED_ENABLE` lines."""
+    return "\n".join("// (dropped for naga) " + line if line.strip() == NAGA_UNSUPPORTED_ENABLE else line
+                     for line in code.split("\n"))
+
+
 def _pipeline(spec: dict, entry: str):
     wgpu = _wgpu()
 
@@ -235,7 +262,7 @@ def _pipeline(spec: dict, entry: str):
     )
     if key not in _pipelines:
         dev = device()
-        module = dev.create_shader_module(code=code if code is not None else shader_source(spec["shader"]))
+        module = dev.create_shader_module(code=naga_source(code if code is not None else shader_source(spec["shader"])))
         layout = dev.create_bind_group_layout(
             entries=[
                 {"binding": b["binding"], "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": b["type"]}}
@@ -284,6 +311,10 @@ def run_spec(spec: dict, *, check_loops: bool = True) -> Dict[str, bytes]:
                 or not all(isinstance(n, int) and n >= 0 for n in groups)):
             raise ValueError("spec passes[{}] must be {{'entry': str, 'workgroups': [x, y, z] non-negative "
                              "ints}}, got {!r}".format(i, p))
+    missing = missing_features(spec)
+    if missing:
+        raise RuntimeError("{} needs the WebGPU feature(s) {}, which this wgpu device ({}) lacks".format(
+            spec["shader"], ", ".join(missing), adapter_name()))
     if check_loops and has_loop_limiter():
         check_loop_budget(spec)
     dev = device()
@@ -314,11 +345,11 @@ def run_spec(spec: dict, *, check_loops: bool = True) -> Dict[str, bytes]:
 
 
 def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
-            plan: Optional[tiling.TilePlan] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """``wgsl/flash_fwd.wgsl`` on the native WebGPU device; arguments and results exactly as
-    :func:`nlpcore.kernels.flash_wgsl_mirror.forward` (o (..., Nq, dv) float32, lse (..., Nq)
-    float32 with -inf for rows with no allowed key)."""
-    spec = mirror.dispatch_spec(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan)
+            plan: Optional[tiling.TilePlan] = None, tier: str = "portable") -> Tuple[np.ndarray, np.ndarray]:
+    """``wgsl/flash_fwd.wgsl`` (or the ``tier``'s shader) on the native WebGPU device; arguments
+    and results exactly as :func:`nlpcore.kernels.flash_wgsl_mirror.forward` (o (..., Nq, dv)
+    float32 or float16, lse (..., Nq) float32 with -inf for rows with no allowed key)."""
+    spec = mirror.dispatch_spec(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan, tier=tier)
     return mirror.decode_outputs(spec, run_spec(spec))
 
 

@@ -41,7 +41,15 @@ never mistaken for (or overflows near) the sentinel."""
 
 FLASH_SHADER = "flash_fwd.wgsl"
 NAIVE_SHADER = "attention_naive.wgsl"
-SHADERS = (FLASH_SHADER, NAIVE_SHADER)
+TIER_SHADERS = {"portable": FLASH_SHADER, "subgroup": "flash_fwd_subgroup.wgsl", "f16": "flash_fwd_f16.wgsl",
+                "int8": "flash_fwd_int8.wgsl"}
+"""The shader of each tier of the tiled kernel (nlpcore.kernels.tiling.TIERS). The portable,
+subgroup and f16 tiers share this module's layout and mirror; the int8 tier's are in
+:mod:`nlpcore.kernels.flash_wgsl_int8`."""
+TIER_FEATURES = {"portable": [], "subgroup": ["subgroups"], "f16": ["shader-f16"],
+                 "int8": ["subgroups", "chromium-experimental-subgroup-matrix"]}
+"""WebGPU features (standard names) a device needs for each tier."""
+SHADERS = (FLASH_SHADER, NAIVE_SHADER) + tuple(TIER_SHADERS[t] for t in ("subgroup", "f16", "int8"))
 
 MAX_BUFFER_BYTES = 134217728
 """WebGPU's default ``maxStorageBufferBindingSize`` (128 MiB)."""
@@ -76,6 +84,7 @@ class Launch(NamedTuple):
     scale: np.float32
     plan: tiling.TilePlan
     batch: Tuple[int, ...]
+    tier: str = "portable"
 
     def params_bytes(self) -> bytes:
         """``struct Params`` as the shaders read it (little-endian)."""
@@ -96,8 +105,9 @@ def _pack_bits(allowed: np.ndarray) -> np.ndarray:
     return packed.view("<u4")
 
 
-def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None) -> Launch:
-    """Validate inputs and lay them out as the shader reads them.
+def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None, tier: str = "portable") -> Launch:
+    """Validate inputs and lay them out as the shader reads them (``tier`` "portable",
+    "subgroup" or "f16"; the f16 tier's q, k, v are rounded to float16 here, as the host does).
 
     Raises ValueError/TypeError naming the argument for bad shapes, dtypes, non-finite values,
     a plan made for other head dims, or buffers over WebGPU's default limits.
@@ -109,15 +119,19 @@ def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None) 
     n_k, dv = x.v.shape[-2:]
     n_batch = int(np.prod(x.batch, dtype=np.int64)) if x.batch else 1
 
+    if tier not in ("portable", "subgroup", "f16"):
+        raise ValueError("tier must be 'portable', 'subgroup' or 'f16' here (the int8 tier is "
+                         "nlpcore.kernels.flash_wgsl_int8), got {!r}".format(tier))
+    width = 2 if tier == "f16" else 4
     if plan is None:
-        plan = tiling.plan(d, 4, dv=dv)
+        plan = tiling.plan_for(tier, d, dv=dv)
     elif not isinstance(plan, tiling.TilePlan):
         raise TypeError("plan must be a nlpcore.kernels.tiling.TilePlan or None, got {!r}".format(plan))
-    elif (plan.d, plan.dv, plan.dtype_bytes) != (d, dv, 4):
+    elif (plan.d, plan.dv, plan.dtype_bytes, plan.tier) != (d, dv, width, tier):
         raise ValueError(
-            "plan was made for d={}, dv={}, dtype_bytes={} but the inputs need d={}, dv={}, "
-            "dtype_bytes=4 (the shader is float32): call tiling.plan({}, 4, dv={})".format(
-                plan.d, plan.dv, plan.dtype_bytes, d, dv, d, dv
+            "plan was made for d={}, dv={}, dtype_bytes={}, tier={!r} but the inputs need d={}, dv={}, "
+            "dtype_bytes={}, tier={!r}: call tiling.plan_for({!r}, {}, dv={})".format(
+                plan.d, plan.dv, plan.dtype_bytes, plan.tier, d, dv, width, tier, tier, d, dv
             )
         )
 
@@ -125,8 +139,11 @@ def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None) 
     for name, a in (("q", x.q), ("k", x.k), ("v", x.v)):
         with np.errstate(over="ignore"):
             a32 = np.ascontiguousarray(a, dtype=np.float32).reshape((n_batch,) + a.shape[-2:])
+            if tier == "f16":  # the data the f16 shader reads, exactly
+                a32 = a32.astype(np.float16).astype(np.float32)
         if not np.isfinite(a32).all():
-            raise ValueError("{} must be finite in float32 (no inf, NaN or |x| > 3.4e38)".format(name))
+            raise ValueError("{} must be finite in {} (no inf, NaN or |x| > {})".format(
+                name, "float16" if tier == "f16" else "float32", "65504" if tier == "f16" else "3.4e38"))
         arrays.append(a32)
     q32, k32, v32 = arrays
     scale32 = np.float32(x.scale)
@@ -152,7 +169,7 @@ def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None) 
         mask_bits = np.zeros(1, dtype="<u4")
 
     sizes = {"q": q32.nbytes, "k": k32.nbytes, "v": v32.nbytes, "mask": mask_bits.nbytes,
-             "o": n_batch * n_q * dv * 4}
+             "o": n_batch * n_q * dv * 4}  # float32 sizes bound the f16 tier's too
     for name, size in sizes.items():
         if size > MAX_BUFFER_BYTES:
             raise ValueError(
@@ -160,11 +177,12 @@ def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None) 
                 "of {} bytes: use fewer rows or batch entries".format(name, size, MAX_BUFFER_BYTES)
             )
     return Launch(q32, k32, v32, mask_bits, bool(causal), has_mask, batch_stride, row_stride,
-                  scale32, plan, tuple(x.batch))
+                  scale32, plan, tuple(x.batch), tier)
 
 
 def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None,
-                  shader: str = FLASH_SHADER, max_buffer_bytes: int = MAX_BUFFER_BYTES) -> dict:
+                  shader: str = FLASH_SHADER, max_buffer_bytes: int = MAX_BUFFER_BYTES,
+                  tier: str = "portable") -> dict:
     """The dispatch spec (plain data) that runs ``shader`` on these inputs.
 
     Args:
@@ -177,6 +195,8 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
         max_buffer_bytes: the largest storage binding the naive shader's ``s`` may take
             (WebGPU's default 128 MiB; a benchmark on a device created with a larger
             ``maxStorageBufferBindingSize`` may pass that).
+        tier: the tiled kernel's tier, ``"portable"`` (``shader`` decides), ``"subgroup"`` or
+            ``"f16"`` (their own shaders; the spec's ``features`` names what the device needs).
 
     Returns:
         ``{"shader", "entry", "constants", "bindings", "workgroups", "meta"}``: bindings are
@@ -188,24 +208,28 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
         outputs ``o`` and ``lse`` are to be read back as bytes and passed to
         :func:`decode_outputs`; ``meta`` carries shapes and the plan for display.
     """
-    if shader not in SHADERS:
-        raise ValueError("shader must be one of {}, got {!r}".format(list(SHADERS), shader))
-    launch = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan)
+    if shader not in (FLASH_SHADER, NAIVE_SHADER):
+        raise ValueError("shader must be one of {}, got {!r}".format([FLASH_SHADER, NAIVE_SHADER], shader))
+    if tier != "portable":
+        shader = TIER_SHADERS.get(tier, shader)
+    launch = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan, tier=tier)
     n_batch, n_q, d = launch.q.shape
     n_k, dv = launch.v.shape[1:]
     plan = launch.plan
+    data = "<f2" if tier == "f16" else "<f4"  # element type of q, k, v and o in the shader
 
     bindings = [
         _binding(0, "uniform", "params", launch.params_bytes()),
-        _binding(1, "read-only-storage", "q", launch.q.astype("<f4").tobytes()),
-        _binding(2, "read-only-storage", "k", launch.k.astype("<f4").tobytes()),
-        _binding(3, "read-only-storage", "v", launch.v.astype("<f4").tobytes()),
+        _binding(1, "read-only-storage", "q", _words(launch.q.astype(data).tobytes())),
+        _binding(2, "read-only-storage", "k", _words(launch.k.astype(data).tobytes())),
+        _binding(3, "read-only-storage", "v", _words(launch.v.astype(data).tobytes())),
         _binding(4, "read-only-storage", "mask_bits", launch.mask_bits.tobytes()),
-        _binding(5, "storage", "o", None, size=n_batch * n_q * dv * 4, output=True),
+        _binding(5, "storage", "o", None, size=-(-n_batch * n_q * dv * np.dtype(data).itemsize // 4) * 4,
+                 output=True),
         _binding(6, "storage", "lse", None, size=n_batch * n_q * 4, output=True),
     ]
     passes = None
-    if shader == FLASH_SHADER:
+    if shader != NAIVE_SHADER:
         constants = plan.constants()
         workgroups = [-(-n_q // plan.br), 1, n_batch]
         counts = (("x (query tiles)", workgroups[0]), ("z (batch entries)", n_batch))
@@ -248,11 +272,20 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
             "causal": launch.causal,
             "masked_score": float(MASKED_SCORE),
             "plan": plan.as_dict(),
+            "tier": tier,
+            "o_dtype": "float16" if tier == "f16" else "float32",
         },
+        "features": list(TIER_FEATURES[tier]),
     }
     if passes is not None:
         spec["passes"] = passes
     return spec
+
+
+def _words(data: bytes) -> bytes:
+    """``data`` zero-padded to whole 4-byte words (WebGPU buffer sizes; an odd number of float16
+    elements would not be one)."""
+    return data + bytes(-len(data) % 4)
 
 
 def _binding(index: int, kind: str, name: str, data: Optional[bytes], *, size: Optional[int] = None,
@@ -269,7 +302,8 @@ def decode_outputs(spec: dict, outputs: Dict[str, object]) -> Tuple[np.ndarray, 
         outputs: ``{"o": bytes, "lse": bytes}`` (any bytes-like object or a float32 array).
 
     Returns:
-        o (..., Nq, dv) float32; lse (..., Nq) float32 with the sentinel decoded to -inf.
+        o (..., Nq, dv) float32 (float16 for the f16 tier); lse (..., Nq) float32 with the
+        sentinel decoded to -inf.
     """
     meta = spec["meta"]
     shape = tuple(meta["batch_shape"]) + (meta["n_q"],)
@@ -293,30 +327,24 @@ def decode_outputs(spec: dict, outputs: Dict[str, object]) -> Tuple[np.ndarray, 
                 "outputs[{!r}] has {} bytes, expected {}".format(name, flat.size * 4, sizes[name])
             )
         arrays[name] = flat
-    return _decode(arrays["o"], arrays["lse"], shape, meta["dv"])
+    o_dtype = np.dtype(meta.get("o_dtype", "float32"))
+    if o_dtype == np.float16:  # two elements a word, the last word perhaps half padding
+        count = int(np.prod(shape, dtype=np.int64)) * meta["dv"]
+        arrays["o"] = arrays["o"].view("<f2")[:count]
+    return _decode(arrays["o"], arrays["lse"], shape, meta["dv"], o_dtype)
 
 
-def _decode(o_buf: np.ndarray, lse_buf: np.ndarray, shape: Tuple[int, ...], dv: int):
-    o = o_buf.astype(np.float32).reshape(shape + (dv,))  # (..., Nq, dv)
+def _decode(o_buf: np.ndarray, lse_buf: np.ndarray, shape: Tuple[int, ...], dv: int, o_dtype=np.float32):
+    o = o_buf.astype(o_dtype).reshape(shape + (dv,))  # (..., Nq, dv)
     lse = lse_buf.astype(np.float32).reshape(shape)  # (..., Nq)
     lse = np.where(lse == MASKED_SCORE, np.float32(-np.inf), lse)
     return o, lse
 
 
-def allowed(launch: Launch, b: int, qi: np.ndarray, kj: np.ndarray) -> np.ndarray:
-    """The shader's ``allowed(b, qi, kj)``, for arrays of query and key indices (broadcast)."""
-    ok = np.ones(np.broadcast(qi, kj).shape, dtype=bool)
-    if launch.causal:
-        ok &= kj <= qi
-    if launch.has_mask:
-        bit = b * launch.mask_batch_stride + qi * launch.mask_row_stride + kj
-        ok &= ((launch.mask_bits[bit // 32] >> (bit % 32).astype(np.uint32)) & 1) != 0
-    return ok
-
-
 def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
-            plan: Optional[tiling.TilePlan] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """O = softmax(scale · Q Kᵀ, masked) V, computed as ``wgsl/flash_fwd.wgsl`` computes it.
+            plan: Optional[tiling.TilePlan] = None, tier: str = "portable") -> Tuple[np.ndarray, np.ndarray]:
+    """O = softmax(scale · Q Kᵀ, masked) V, computed as ``wgsl/flash_fwd.wgsl`` computes it
+    (or, with ``tier``, its subgroup or float16 variant: :data:`TIER_SHADERS`).
 
     Args:
         q: (..., Nq, d) queries; k: (..., Nk, d) keys; v: (..., Nk, dv) values. Any float dtype;
@@ -325,13 +353,16 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
         mask: boolean, broadcastable to (..., Nq, Nk), True = may attend; (..., 1, Nk) is a key
             padding mask. Any such mask is supported (the shader reads it as packed bits).
         scale: score scale, default 1/sqrt(d).
-        plan: tile plan, default ``tiling.plan(d, 4, dv=dv)``.
+        plan: tile plan, default ``tiling.plan_for(tier, d, dv=dv)``.
+        tier: "portable" (float32), "subgroup" (float32; each row's score added from 32-dim
+            partials in the shuffle butterfly's order) or "f16" (q, k, v rounded to float16, float32
+            arithmetic, o rounded to float16 once, as flash_fwd_f16.wgsl stores it).
 
     Returns:
-        o: (..., Nq, dv) float32, 0 in rows with no allowed key.
+        o: (..., Nq, dv) float32 (float16 for the f16 tier), 0 in rows with no allowed key.
         lse: (..., Nq) float32 log-sum-exp of the scaled scores, -inf in rows with no allowed key.
     """
-    launch = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan)
+    launch = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan, tier=tier)
     n_batch, n_q, _ = launch.q.shape
     dv = launch.v.shape[2]
     o = np.zeros(n_batch * n_q * dv, dtype=np.float32)  # the shader's output buffers, flat
@@ -340,7 +371,7 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
     for b in range(n_batch):  # workgroup_id.z
         for i in range(t_r):  # workgroup_id.x
             _workgroup(launch, b, i, o, lse)
-    return _decode(o, lse, launch.batch + (n_q,), dv)
+    return _decode(o, lse, launch.batch + (n_q,), dv, np.float16 if tier == "f16" else np.float32)
 
 
 def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
@@ -382,12 +413,21 @@ def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -
         v_tile.reshape(BC, -1)[:cols, :DV] = launch.v[b, k0:k0 + cols]
 
         # KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile.
-        if KS > 1:
+        if KS > 1 and launch.tier != "subgroup":
             s_part = np.einsum("rsx,csx->rsc", q_reg, k_tile)  # (BR, KS, BC)
 
         # Four keys g .. g+3 at a time.
         for g in range(0, BC, 4):
-            if KS == 1:
+            if launch.tier == "subgroup":  # 2·KS invocations of 32 dims a row, then the butterfly
+                lp = 2 * KS
+                part = np.einsum("rsx,usx->rsu", q_reg.reshape(BR, lp, CHUNK // 2),
+                                 k_tile[g:g + 4].reshape(4, lp, CHUNK // 2))  # (BR, LP, 4)
+                w = 1
+                while w < lp:
+                    part = part + part[:, np.arange(lp) ^ w]
+                    w *= 2
+                s = part[:, 0]
+            elif KS == 1:
                 s = np.matmul(q_reg[:, 0], k_tile[g:g + 4, 0].T)  # (BR, 4)
             else:  # the row's KS partial sums, added in lane order
                 s = np.zeros((BR, 4), dtype=np.float32)
@@ -414,3 +454,14 @@ def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -
     o_rows = (o_reg.reshape(BR, KS * CHUNK) / safe_l[:, None])[:, :DV]
     o.reshape(-1, DV)[out:out + rows] = o_rows[row_ok]
     lse[out:out + rows] = np.where(l == 0, MASKED_SCORE, m + np.log(safe_l))[row_ok]
+
+
+def allowed(launch: Launch, b: int, qi: np.ndarray, kj: np.ndarray) -> np.ndarray:
+    """The shader's ``allowed(b, qi, kj)``, for arrays of query and key indices (broadcast)."""
+    ok = np.ones(np.broadcast(qi, kj).shape, dtype=bool)
+    if launch.causal:
+        ok &= kj <= qi
+    if launch.has_mask:
+        bit = b * launch.mask_batch_stride + qi * launch.mask_row_stride + kj
+        ok &= ((launch.mask_bits[bit // 32] >> (bit % 32).astype(np.uint32)) & 1) != 0
+    return ok

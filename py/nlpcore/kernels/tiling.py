@@ -58,7 +58,31 @@ Measured on the H200 (bench/results/webgpu_h200_tuning.json, d = 64): 128 rows r
 faster than 64 and 256 at N >= 2048, and 32 rows half as fast (FlashAttention-2 also uses
 64–128 rows per thread block)."""
 
-_DTYPE_BYTES = (2, 4)  # float16 tiles or float32 tiles; the shader itself is float32-only
+_DTYPE_BYTES = (2, 4)  # float16 tiles (the float16 tier) or float32 tiles
+
+TIERS = ("portable", "subgroup", "f16", "int8")
+"""The kernel's tiers, slowest and most portable first (each needs more of the adapter):
+``portable`` wgsl/flash_fwd.wgsl, float32, WebGPU's default 16384 bytes (what every adapter has);
+``subgroup`` wgsl/flash_fwd_subgroup.wgsl, float32, row partials added by subgroup shuffles
+(``subgroups``), also within the default budget; ``f16`` wgsl/flash_fwd_f16.wgsl, float16 data,
+float32 arithmetic (``shader-f16``), sized from the adapter's workgroup storage; ``int8``
+wgsl/flash_fwd_int8.wgsl, S = QKᵀ on int8 subgroup matrices (tensor cores,
+``chromium-experimental-subgroup-matrix`` with an i8 x i8 -> i32 configuration), sized likewise."""
+
+S_TILE = 2048
+"""The int8 shader's ``const S_TILE``: int32 elements of its score tile (Dawn stores subgroup
+matrices only into constant-length workgroup arrays), so Br·Bc <= S_TILE."""
+
+UNROLL_BLOCK = 28
+"""Largest Bc the tiers' plans choose. Measured on the H200 (bench/results/webgpu_h200.json,
+probe of the tiers): the same d = 64 kernel ran at 19 TFLOP/s with Bc = 28 and 3.5 with Bc = 32
+(float16 with Bc = 64: 2.8); Bc 8 to 28 were within 5 % of each other in
+webgpu_h200_tuning.json. Likely the driver unrolls the loop over a tile's keys, four at a
+time, fully from 8 steps on and runs out of registers (not confirmed: no disassembly)."""
+
+MMA_M, MMA_N, MMA_K = 16, 16, 32
+"""The int8 tier's subgroup-matrix shape: 16 query rows x 16 keys per result, 32 head dims per
+step (a configuration NVIDIA's Vulkan driver offers through Dawn)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +101,7 @@ class TilePlan:
         storage_limit: the byte budget the plan was made for.
         arrays: (name, bytes) of every ``var<workgroup>`` array, in the shader's order.
         bytes_used: their sum, always <= storage_limit.
+        tier: which shader the plan is for (:data:`TIERS`).
     """
 
     d: int
@@ -90,10 +115,15 @@ class TilePlan:
     storage_limit: int
     arrays: Tuple[Tuple[str, int], ...]
     bytes_used: int
+    tier: str = "portable"
 
     def constants(self) -> Dict[str, int]:
-        """The shader's ``override`` constants, by their WGSL names."""
-        return {"BR": self.br, "BC": self.bc, "D": self.d, "DV": self.dv, "KS": self.ks, "SPART": self.spart}
+        """The shader's ``override`` constants, by their WGSL names (the subgroup and int8
+        shaders have no s_part, so no SPART)."""
+        out = {"BR": self.br, "BC": self.bc, "D": self.d, "DV": self.dv, "KS": self.ks, "SPART": self.spart}
+        if self.tier in ("subgroup", "int8"):
+            del out["SPART"]
+        return out
 
     def as_dict(self) -> dict:
         """Plain data for the page: every field, with ``arrays`` as a list of dicts."""
@@ -109,6 +139,7 @@ class TilePlan:
             "storage_limit": self.storage_limit,
             "arrays": [{"name": n, "bytes": b} for n, b in self.arrays],
             "bytes_used": self.bytes_used,
+            "tier": self.tier,
         }
 
 
@@ -136,21 +167,30 @@ def spart_elements(br: int, bc: int, ks: int) -> int:
 
 
 def workgroup_arrays(br: int, bc: int, d: int, dv: int, dtype_bytes: int,
-                     ks: Optional[int] = None) -> Tuple[Tuple[str, int], ...]:
+                     ks: Optional[int] = None, tier: str = "portable") -> Tuple[Tuple[str, int], ...]:
     """(name, bytes) of each workgroup array for Br rows of KS lanes and Bc-key tiles (KS
-    defaults to :func:`lanes_needed`); see the module docstring."""
+    defaults to :func:`lanes_needed`); see the module docstring. The subgroup tier has no s_part;
+    the int8 tier stages only V (float32) and keeps the tile's scores S (Br x Bc int32)."""
     ks = lanes_needed(d, dv) if ks is None else ks
     slot = 4 * dtype_bytes
-    return (
+    if tier == "int8":
+        return (
+            ("v_tile", _storage_bytes(bc * ks * CHUNK4, 16)),
+            ("s_tile", _storage_bytes(S_TILE, ACCUMULATOR_BYTES)),
+        )
+    tiles = (
         ("k_tile", _storage_bytes(bc * ks * CHUNK4, slot)),
         ("v_tile", _storage_bytes(bc * ks * CHUNK4, slot)),
-        ("s_part", _storage_bytes(spart_elements(br, bc, ks), ACCUMULATOR_BYTES)),
     )
+    if tier == "subgroup":
+        return tiles
+    return tiles + (("s_part", _storage_bytes(spart_elements(br, bc, ks), ACCUMULATOR_BYTES)),)
 
 
-def bytes_needed(br: int, bc: int, d: int, dv: int, dtype_bytes: int, ks: Optional[int] = None) -> int:
+def bytes_needed(br: int, bc: int, d: int, dv: int, dtype_bytes: int, ks: Optional[int] = None,
+                 tier: str = "portable") -> int:
     """Total workgroup bytes for Br rows, Bc-key tiles and KS lanes a row, as WebGPU counts them."""
-    return sum(b for _, b in workgroup_arrays(br, bc, d, dv, dtype_bytes, ks))
+    return sum(b for _, b in workgroup_arrays(br, bc, d, dv, dtype_bytes, ks, tier))
 
 
 def largest_d(dtype_bytes: int, storage_limit: int, dv: Optional[int] = None) -> int:
@@ -182,6 +222,7 @@ def plan(
     bc: Optional[int] = None,
     ks: Optional[int] = None,
     max_block: int = MAX_BLOCK,
+    tier: str = "portable",
 ) -> TilePlan:
     """Choose Br, KS and Bc so the workgroup arrays fit in ``storage_limit`` bytes.
 
@@ -200,6 +241,8 @@ def plan(
         ks: invocations per query row, at least :func:`lanes_needed` (more lanes pad each
             row with zeros: for tests of the wide-row path), or None for the fewest.
         max_block: largest Bc considered when choosing.
+        tier: ``"portable"``, ``"subgroup"`` (no s_part) or ``"f16"`` (dtype_bytes 2); the int8
+            tier has its own rule, :func:`plan_int8`.
 
     Returns:
         A :class:`TilePlan` with ``bytes_used <= storage_limit`` and ``workgroup_size <= 256``.
@@ -214,6 +257,11 @@ def plan(
     dtype_bytes = positive_int(dtype_bytes, "dtype_bytes")
     if dtype_bytes not in _DTYPE_BYTES:
         raise ValueError("dtype_bytes must be 2 (float16) or 4 (float32), got {}".format(dtype_bytes))
+    if tier not in ("portable", "subgroup", "f16"):
+        raise ValueError("tier must be 'portable', 'subgroup' or 'f16' (plan_int8 plans 'int8'), got {!r}".format(tier))
+    if (tier == "f16") != (dtype_bytes == 2):
+        raise ValueError("the f16 tier stages 2-byte elements and the float32 tiers 4-byte ones: tier={!r} "
+                         "with dtype_bytes={}".format(tier, dtype_bytes))
     storage_limit = positive_int(storage_limit, "storage_limit")
     max_block = positive_int(max_block, "max_block")
     br = None if br is None else positive_int(br, "br")
@@ -230,6 +278,9 @@ def plan(
             raise ValueError(
                 "ks={} lanes cannot hold a row of d={}, dv={}: each lane keeps {} floats of q "
                 "and of o in registers, so ks must be at least {}".format(ks, d, dv, 4 * CHUNK4, need))
+    if tier == "subgroup" and ks & (ks - 1):
+        raise ValueError("the subgroup tier adds a row's partial scores by a shuffle butterfly over 2·ks "
+                         "invocations, so ks must be a power of two; d={}, dv={} need ks={}".format(d, dv, ks))
     if ks > WEBGPU_DEFAULT_INVOCATIONS:
         raise ValueError(
             "d={}, dv={} need {} invocations per query row, over WebGPU's default "
@@ -238,7 +289,7 @@ def plan(
                 largest_d(dtype_bytes, storage_limit, None if dv == d else dv)))
     if br is None:
         br = max(1, DEFAULT_INVOCATIONS // ks)
-        while br > 1 and bytes_needed(br, bc or KEY_STEP, d, dv, dtype_bytes, ks) > storage_limit:
+        while br > 1 and bytes_needed(br, bc or KEY_STEP, d, dv, dtype_bytes, ks, tier) > storage_limit:
             br //= 2  # the partial scores of wide rows (KS > 1) grow with Br
     elif br * ks > WEBGPU_DEFAULT_INVOCATIONS:
         raise ValueError(
@@ -246,14 +297,14 @@ def plan(
             "maxComputeInvocationsPerWorkgroup of {}".format(br, ks, br * ks, WEBGPU_DEFAULT_INVOCATIONS))
 
     step = KEY_STEP
-    smallest = bytes_needed(br, bc or step, d, dv, dtype_bytes, ks)
+    smallest = bytes_needed(br, bc or step, d, dv, dtype_bytes, ks, tier)
     if smallest > storage_limit:
-        if bc is None and bytes_needed(1, step, d, dv, dtype_bytes, ks) > storage_limit:
+        if bc is None and bytes_needed(1, step, d, dv, dtype_bytes, ks, tier) > storage_limit:
             raise ValueError(
                 "no tile plan fits: d={}, dv={} with {}-byte elements needs at least {} bytes of "
                 "workgroup storage (Br = 1, Bc = {}) but the limit (maxComputeWorkgroupStorageSize) is "
                 "{} bytes; the largest d that fits is {}".format(
-                    d, dv, dtype_bytes, bytes_needed(1, step, d, dv, dtype_bytes, ks), step, storage_limit,
+                    d, dv, dtype_bytes, bytes_needed(1, step, d, dv, dtype_bytes, ks, tier), step, storage_limit,
                     largest_d(dtype_bytes, storage_limit, None if dv == d else dv),
                 )
             )
@@ -265,9 +316,9 @@ def plan(
         )
     if bc is None:
         bc = step
-        while bc + step <= max_block and bytes_needed(br, bc + step, d, dv, dtype_bytes, ks) <= storage_limit:
+        while bc + step <= max_block and bytes_needed(br, bc + step, d, dv, dtype_bytes, ks, tier) <= storage_limit:
             bc += step
-    arrays = workgroup_arrays(br, bc, d, dv, dtype_bytes, ks)
+    arrays = workgroup_arrays(br, bc, d, dv, dtype_bytes, ks, tier)
     return TilePlan(
         d=d,
         dv=dv,
@@ -280,4 +331,70 @@ def plan(
         storage_limit=storage_limit,
         arrays=arrays,
         bytes_used=sum(b for _, b in arrays),
+        tier=tier,
     )
+
+
+def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_size: int = 32,
+              invocations_limit: int = WEBGPU_DEFAULT_INVOCATIONS, br: Optional[int] = None,
+              bc: Optional[int] = None, max_block: int = UNROLL_BLOCK) -> TilePlan:
+    """The int8 tier's plan (wgsl/flash_fwd_int8.wgsl): Br query rows of KS lanes, Bc-key tiles.
+
+    Rule: KS = :func:`lanes_needed`; Br = :data:`DEFAULT_INVOCATIONS` / KS unless given; Bc the
+    largest multiple of 16 (:data:`MMA_N`) <= ``max_block`` whose V tile and score tile fit.
+    The subgroup matrices add constraints: d a multiple of 32 (:data:`MMA_K`, no padding of the
+    head dims), Br a multiple of 16 (:data:`MMA_M`), and Br·KS a multiple of ``subgroup_size``
+    (Dawn requires the workgroup's x size to be a multiple of the adapter's largest subgroup).
+    ValueError names the constraint that fails.
+    """
+    d = positive_int(d, "d")
+    dv = d if dv is None else positive_int(dv, "dv")
+    storage_limit = positive_int(storage_limit, "storage_limit")
+    subgroup_size = positive_int(subgroup_size, "subgroup_size")
+    invocations_limit = positive_int(invocations_limit, "invocations_limit")
+    if d % MMA_K:
+        raise ValueError("the int8 tier needs d to be a multiple of {} (one subgroup-matrix step), got d={}".format(
+            MMA_K, d))
+    ks = lanes_needed(d, dv)
+    br = max(MMA_M, DEFAULT_INVOCATIONS // ks) if br is None else positive_int(br, "br")
+    if br % MMA_M:
+        raise ValueError("br must be a multiple of {} (the subgroup matrices' rows), got {}".format(MMA_M, br))
+    if (br * ks) % subgroup_size or br * ks > invocations_limit:
+        raise ValueError("br={} rows of ks={} lanes make {} invocations: need a multiple of the subgroup size {} "
+                         "and at most {}".format(br, ks, br * ks, subgroup_size, invocations_limit))
+    if bc is None:
+        bc = 0
+        while (bc + MMA_N <= max(max_block, MMA_N) and br * (bc + MMA_N) <= S_TILE
+               and bytes_needed(br, bc + MMA_N, d, dv, 4, ks, "int8") <= storage_limit):
+            bc += MMA_N
+    elif positive_int(bc, "bc") % MMA_N:
+        raise ValueError("bc must be a multiple of {} (the subgroup matrices' columns), got {}".format(MMA_N, bc))
+    if bc and br * bc > S_TILE:
+        raise ValueError("br={} x bc={} scores exceed the shader's s_tile of {} (S_TILE)".format(br, bc, S_TILE))
+    if bc == 0 or bytes_needed(br, bc, d, dv, 4, ks, "int8") > storage_limit:
+        raise ValueError("no int8 plan fits: br={}, bc={} with d={}, dv={} need {} bytes of workgroup storage, "
+                         "over the limit of {}".format(br, bc or MMA_N, d, dv,
+                                                       bytes_needed(br, bc or MMA_N, d, dv, 4, ks, "int8"),
+                                                       storage_limit))
+    arrays = workgroup_arrays(br, bc, d, dv, 4, ks, "int8")
+    return TilePlan(d=d, dv=dv, dtype_bytes=1, br=br, bc=bc, ks=ks, workgroup_size=br * ks, spart=1,
+                    storage_limit=storage_limit, arrays=arrays, bytes_used=sum(b for _, b in arrays), tier="int8")
+
+
+def plan_for(tier: str, d: int, *, dv: Optional[int] = None, limits: Optional[Dict[str, int]] = None,
+             subgroup_size: int = 32) -> TilePlan:
+    """The plan of ``tier`` for an adapter whose limits are ``limits`` (WebGPU names:
+    ``maxComputeWorkgroupStorageSize``, ``maxComputeInvocationsPerWorkgroup``; None = the
+    defaults). The portable and subgroup tiers always stay within WebGPU's default 16384 bytes,
+    so they run on any device; the f16 and int8 tiers, which need optional features anyway, use
+    what the adapter allows. ``subgroup_size``: the adapter's largest subgroup (int8 only)."""
+    if tier not in TIERS:
+        raise ValueError("tier must be one of {}, got {!r}".format(list(TIERS), tier))
+    limits = limits or {}
+    storage = int(limits.get("maxComputeWorkgroupStorageSize", WEBGPU_DEFAULT_STORAGE))
+    invocations = int(limits.get("maxComputeInvocationsPerWorkgroup", WEBGPU_DEFAULT_INVOCATIONS))
+    if tier == "int8":
+        return plan_int8(d, storage, dv=dv, subgroup_size=subgroup_size, invocations_limit=invocations)
+    if tier == "f16":
+        return plan(d, 2, storage, dv=dv, tier="f16", max_block=UNROLL_BLOCK)
+    return plan(d, 4, WEBGPU_DEFAULT_STORAGE, dv=dv, tier=tier, max_block=UNROLL_BLOCK)

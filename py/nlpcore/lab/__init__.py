@@ -58,9 +58,24 @@ def exercises() -> List[Exercise]:
     return [exercise(ex_id) for ex_id, _ in _available()]
 
 
-def grade(ex_id: str, step_id: str, code: str) -> dict:
-    """Grade ``code`` for one step; see :func:`nlpcore.lab.session.grade`."""
-    return _grade(exercise(ex_id), step_id, code)
+def grade(ex_id: str, step_id: str, code: str, seed: Optional[int] = None) -> dict:
+    """Grade ``code`` for one step: {passed, checks [{id, title, status, message, ...}], stdout,
+    stderr, traceback, restored, record, report, seed, elapsed_ms}.
+
+    In CPython the learner's code runs in a fresh Python process with a time limit
+    (:mod:`nlpcore.lab.runner`) and this interpreter, which never runs it, judges what came back
+    (:func:`nlpcore.lab.session.judge`). Where processes cannot be started (Pyodide) both phases
+    run in this interpreter (:func:`nlpcore.lab.session.grade`); the page instead judges in a
+    second worker (:mod:`nlpcore.web.exercises`)."""
+    ex = exercise(ex_id)
+    ex.step(step_id)                        # ValueError names the steps
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of source, got %s" % type(code).__name__)
+    seed = _session.new_seed() if seed is None else seed
+    if not SEPARATE_PROCESS:
+        return _grade(ex, step_id, code, seed)
+    from . import runner
+    return _session.judge(ex, step_id, runner.collect(ex_id, step_id, code, seed))
 
 
 def verify_js(ex_id: str, step_id: str, check_id: str, code: str, job, outputs) -> dict:

@@ -112,44 +112,36 @@ def assert_close(name: str, got, want, *, shapes: dict, dtype: str = "float32",
     Infinities must match exactly (a fully masked row's lse is -inf); NaN never passes.
     Returns max |Δ| over finite entries.
     """
-    tol = {"atol": TOLERANCES[dtype].atol if atol is None else atol,
-           "rtol": TOLERANCES[dtype].rtol if rtol is None else rtol}
+    tol = tolerances.Tol(atol=TOLERANCES[dtype].atol if atol is None else atol,
+                         rtol=TOLERANCES[dtype].rtol if rtol is None else rtol,
+                         scale=tolerances.ENTRY)
     want = np.asarray(want, dtype=np.float64)
     got = expect_array(name, got, want.shape, shapes)
     if not np.issubdtype(got.dtype, np.number) and got.dtype != np.bool_:
         raise CheckFailed("%s must hold numbers, got dtype %s" % (name, got.dtype),
                           shapes=shapes)
     got = got.astype(np.float64)
-    tol_text = "|Δ| <= %g + %g·|expected| (%s)" % (tol["atol"], tol["rtol"], dtype)
+    verdict = tolerances.compare(got, want, tol)
+    if verdict.ok:
+        return verdict.max_err
+    tol_text = "|Δ| <= %g + %g·|expected| (%s)" % (tol.atol, tol.rtol, dtype)
     prefix = (context + ": ") if context else ""
-    nan = np.isnan(got) & ~np.isnan(want)
-    if nan.any():
-        idx = tuple(int(i) for i in np.argwhere(nan)[0])
+    idx = verdict.where
+    if math.isnan(verdict.max_err):
         raise CheckFailed("%s%s contains NaN (%d entries), first at %s"
-                          % (prefix, name, int(nan.sum()), list(idx)),
+                          % (prefix, name, verdict.bad, list(idx)),
                           expected="%s%s = %.6g" % (name, list(idx), want[idx]), got="nan",
                           tolerance=tol_text, max_abs_err="nan", where=list(idx), shapes=shapes)
-    inf_mismatch = (np.isinf(got) | np.isinf(want)) & (got != want)
-    if inf_mismatch.any():
-        idx = tuple(int(i) for i in np.argwhere(inf_mismatch)[0])
+    if math.isinf(verdict.max_err):
         raise CheckFailed("%s%s: infinities differ at %s" % (prefix, name, list(idx)),
                           expected="%s%s = %s" % (name, list(idx), _num(want[idx])),
                           got=_num(got[idx]), tolerance=tol_text, max_abs_err="inf",
                           where=list(idx), shapes=shapes)
-    finite = np.isfinite(want)
-    delta = np.where(finite, np.abs(got - np.where(finite, want, 0.0)), 0.0)
-    bound = tol["atol"] + tol["rtol"] * np.abs(np.where(finite, want, 0.0))
-    max_abs = float(delta.max()) if delta.size else 0.0
-    bad = delta > bound
-    if bad.any():
-        ratio = np.where(bad, delta / bound, 0.0)
-        idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape))
-        raise CheckFailed("%s%s differs from the reference in %d of %d entries"
-                          % (prefix, name, int(bad.sum()), bad.size),
-                          expected="%s%s = %.7g" % (name, list(idx), want[idx]),
-                          got="%.7g" % got[idx], tolerance=tol_text, max_abs_err=max_abs,
-                          where=list(idx), shapes=shapes)
-    return max_abs
+    raise CheckFailed("%s%s differs from the reference in %d of %d entries"
+                      % (prefix, name, verdict.bad, verdict.size),
+                      expected="%s%s = %.7g" % (name, list(idx), want[idx]),
+                      got="%.7g" % got[idx], tolerance=tol_text, max_abs_err=verdict.max_err,
+                      where=list(idx), shapes=shapes)
 
 
 def _num(x) -> str:
@@ -171,27 +163,26 @@ def flash_bar(name: str, got, want64, naive, *, shapes: dict,
     want64 = np.asarray(want64, dtype=np.float64)
     got = expect_array(name, got, want64.shape, shapes)
     g = got.astype(np.float64)
+    prefix = (context + ": ") if context else ""
     if np.isnan(g).any():
         idx = tuple(int(i) for i in np.argwhere(np.isnan(g))[0])
-        raise CheckFailed("%s%s contains NaN" % ((context + ": ") if context else "", name),
+        raise CheckFailed("%s%s contains NaN" % (prefix, name),
                           expected="finite values", got="nan at %s" % list(idx),
                           max_abs_err="nan", where=list(idx), shapes=shapes)
-    finite = np.isfinite(want64)
-    err = float(np.abs(np.where(finite, g - want64, 0.0)).max())
-    base = float(np.abs(np.where(finite, np.asarray(naive, np.float64) - want64, 0.0)).max())
+    base = tolerances.compare(np.where(np.isfinite(want64), naive, want64), want64, 0.0).max_err
     bound = tolerances.low_precision_bound(base, extra, factor)
-    if err > bound:
-        delta = np.abs(np.where(finite, g - want64, 0.0))
-        idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(delta)), delta.shape))
+    verdict = tolerances.compare(g, want64, bound)
+    if not verdict.ok:
+        idx = verdict.where
         raise CheckFailed("%s%s is less accurate than the flash-attention bar allows"
-                          % ((context + ": ") if context else "", name),
+                          % (prefix, name),
                           expected="%s%s = %.6g (float64 reference)" % (name, list(idx),
                                                                         want64[idx]),
                           got="%.6g" % g[idx],
                           tolerance="max|Δ| <= %g × %.3g (naive, same precision) + %g"
                           % (factor, base, extra),
-                          max_abs_err=err, where=list(idx), shapes=shapes)
-    return err
+                          max_abs_err=verdict.max_err, where=list(idx), shapes=shapes)
+    return verdict.max_err
 
 
 def expect_number(name: str, value) -> float:

@@ -2,12 +2,13 @@
 to the learner's code, wherever the learner's code runs (a grade, the Triton CLI grader).
 
 :func:`install` replaces every function of the named modules by a guard. A call goes through
-when it comes from the refused module itself (its own helpers), or from nlpcore's own code while
-no learner function is running (the grader computing inputs between learner calls) -- or, for
-modules installed not ``strict`` (an exercise's own modules), from nlpcore code at any time
-(a grader callback such as ring's ``attend()``). Any other call is refused: it raises
-:class:`~nlpcore.lab.model.RefusedCall` and is noted in :attr:`Refusal.refused`, and the grade
-fails with :func:`message`.
+when it comes from nlpcore's own code while no learner function is running (the grader
+computing inputs between learner calls; :func:`nlpcore.lab.judging.call_learner` counts the
+learner functions running), or from the refused module's own code when, walking out, a frame of
+the grader (``nlpcore/lab``) comes before any frame of the learner's code: a grader callback the
+learner calls (ring's ``attend()``) may use the originals it kept, the learner may not.
+Modules installed not ``strict`` (an exercise's own modules) let any nlpcore caller through. A refused call raises :class:`~nlpcore.lab.model.RefusedCall` and is
+noted in :attr:`Refusal.refused`, and the grade fails with :func:`message`.
 
 The library's files are refused too: while learner code is on the stack, opening a refused
 module's source or bytecode (``importlib.reload``, ``spec_from_file_location``,
@@ -15,8 +16,9 @@ module's source or bytecode (``importlib.reload``, ``spec_from_file_location``,
 lines ``linecache`` kept of them are dropped first.
 
 What this cannot stop: the learner's code runs in the same interpreter as the guards, so the
-original functions stay reachable by introspection (a guard's ``__closure__``, a grader
-module's saved reference). Python 3.8 (the page) reports reading ``__closure__``,
+original functions stay reachable by introspection (a guard's ``__closure__``, the snapshot, a
+grader module's saved reference); an original that calls one of its module's guarded helpers
+is refused all the same (the learner's frame is on the stack), one that calls none is not. Python 3.8 (the page) reports reading ``__closure__``,
 ``__globals__`` and ``__code__`` to the audit hook, and the grade then fails as tampered; 3.11
 reports only ``__code__``. Verdicts are never reachable this way: they are computed in an
 interpreter that never ran learner code (:mod:`nlpcore.lab.session`).
@@ -35,25 +37,28 @@ from .model import RefusedCall
 
 LEARNER_FILE = "<your code>"    # the file name learner code is compiled as (session.load_learner)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../nlpcore
+_GRADER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep              # .../nlpcore/lab/
 
 
 class Refusal:
     """What one grade refuses, and what was refused. ``calls_in_flight`` counts learner functions
-    running (:func:`nlpcore.lab.judging.call_learner` raises and lowers it); ``learner_files``
-    names the files learner code is compiled from."""
+    running; ``learner_files`` names the files learner code is compiled from; ``grader_files``
+    files of the grader outside ``nlpcore/lab``."""
 
     sandbox_skip = True                 # the grader's own bookkeeping, outside the snapshot
 
-    def __init__(self, learner_files: Sequence[str] = (LEARNER_FILE,)):
+    def __init__(self, learner_files: Sequence[str] = (LEARNER_FILE,),
+                 grader_files: Sequence[str] = ()):
         self.refused: List[str] = []
         self.calls_in_flight = 0
         self.learner_files = frozenset(learner_files)
+        self.grader_files = frozenset(grader_files)
         self.files: set = set()         # source and bytecode files of the refused modules
         self.modules: List[str] = []
 
     @contextlib.contextmanager
     def learner_running(self):
-        """Inside: learner code is running (strict guards refuse nlpcore callers too)."""
+        """Inside: a learner function is running."""
         self.calls_in_flight += 1
         try:
             yield self
@@ -104,7 +109,8 @@ def forget(refusal: Refusal) -> None:
 
 
 @contextlib.contextmanager
-def refused(modules: Sequence[str], learner_files: Sequence[str] = (LEARNER_FILE,)):
+def refused(modules: Sequence[str], learner_files: Sequence[str] = (LEARNER_FILE,),
+            grader_files: Sequence[str] = ()):
     """Guards installed for the block, the original functions put back after it (for graders
     that run without a snapshot, such as the Triton CLI). Yields the :class:`Refusal`."""
     saved = []
@@ -114,7 +120,7 @@ def refused(modules: Sequence[str], learner_files: Sequence[str] = (LEARNER_FILE
         except ImportError:
             continue
         saved.append((module, dict(vars(module))))
-    refusal = Refusal(learner_files)
+    refusal = Refusal(learner_files, grader_files)
     install(modules, refusal)
     try:
         yield refusal
@@ -135,13 +141,19 @@ def message(names: Sequence[str]) -> str:
 
 
 def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
-    home = os.path.abspath(fn.__code__.co_filename)
+    home = os.path.abspath(fn.__code__.co_filename)     # the refused module's own file
 
     def refused(*args, **kwargs):
-        caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
-        if caller == home or ((not strict or not refusal.calls_in_flight)
-                              and caller.startswith(_PACKAGE_DIR + os.sep)):
-            return fn(*args, **kwargs)      # the module's own helpers, or the grader's calls
+        caller = sys._getframe(1)
+        where = os.path.abspath(caller.f_code.co_filename)
+        if where == home:                   # one of the module's own helpers: allowed when the
+            allowed = not _learner_called(refusal, caller)  # grader, not the learner, called in
+        elif not strict:
+            allowed = _in_package(where)
+        else:
+            allowed = _in_package(where) and not refusal.calls_in_flight
+        if allowed:
+            return fn(*args, **kwargs)
         refusal.refused.append(qualified)
         raise RefusedCall("%s is refused while this step is graded: the step asks you to "
                           "write this computation yourself" % qualified)
@@ -149,6 +161,25 @@ def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
     refused.__qualname__ = fn.__qualname__
     refused.__doc__ = fn.__doc__
     return refused
+
+
+def _in_package(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+
+
+def _learner_called(refusal: Refusal, frame) -> bool:
+    """Whether walking out from ``frame`` a frame of the learner's code comes before any frame
+    of the grader (``nlpcore/lab``, or the files named in ``grader_files``). Library code in
+    between is passed over; no frame of either kind (a thread the learner started) counts as
+    the learner."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name in refusal.learner_files:
+            return True
+        if name in refusal.grader_files or os.path.abspath(name).startswith(_GRADER_DIR):
+            return False
+        frame = frame.f_back
+    return True
 
 
 def _files_of(source: str) -> set:
@@ -175,16 +206,7 @@ def _audit_open(event, args):
         return
     path = os.path.abspath(args[0])
     for refusal in _registry.active:
-        if path in refusal.files and _learner_on_stack(refusal):
+        if path in refusal.files and _learner_called(refusal, sys._getframe(1)):
             refusal.refused.append("the file " + os.path.basename(path))
             raise RefusedCall("reading %s is refused while this step is graded: the step asks "
                               "you to write this computation yourself" % os.path.basename(path))
-
-
-def _learner_on_stack(refusal: Refusal) -> bool:
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code.co_filename in refusal.learner_files:
-            return True
-        frame = frame.f_back
-    return False

@@ -426,7 +426,7 @@ def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
                   for c in checks]
     checks = [dict(c, message="%s (inputs seeded with %d)" % (c["message"], seed))
               if c["status"] == "fail" and seed is not None and c.get("runner", "python") == "python"
-              else c for c in checks]
+              and "(inputs seeded with" not in c["message"] else c for c in checks]
     graded = [c for c in checks if c["status"] != "local"]
     out = {"exercise": exercise.id, "step": step.id, "checks": checks,
            "passed": bool(graded) and all(c["status"] == "pass" for c in graded),
@@ -457,6 +457,35 @@ def grade(exercise: Exercise, step_id: str, code: str, seed: Optional[int] = Non
     Python without subprocesses. :func:`nlpcore.lab.grade` runs phase 1 in a fresh interpreter."""
     seed = new_seed() if seed is None else seed
     return judge(exercise, step_id, wire.unpack(wire.pack(collect(exercise, step_id, code, seed))))
+
+
+def conclude(exercise: Exercise, step_id: str, code: str, grade: dict, ran: dict) -> dict:
+    """The finished grade once the page ran its pending jobs: ``ran`` maps a pending check's id
+    to ``{"outputs": {name: bytes}}`` or ``{"error": message, "fails_all": bool}`` (the page's
+    runner could not run it; ``fails_all`` when the code itself is unusable, a shader that does
+    not compile: every graded check then errors with that message). Judge side: the learner's
+    code does not run."""
+    step = exercise.step(step_id)
+    checks, unusable = [], None
+    for c in grade["checks"]:
+        if c["status"] == "pending":
+            got = ran.get(c["id"])
+            if not isinstance(got, dict):
+                c = result(c["id"], c["title"], "error", "the page did not run this check",
+                           runner=c.get("runner"))
+            elif "outputs" in got:
+                c = verify_js(exercise, step_id, c["id"], code, c.get("job"), got["outputs"])
+            else:
+                c = result(c["id"], c["title"], "error", "could not run on %s: %s"
+                           % (c.get("runner"), got.get("error")), runner=c.get("runner"))
+                if got.get("fails_all") and unusable is None:
+                    unusable = str(got.get("error"))
+        checks.append(c)
+    if unusable is not None:
+        checks = [c if c["status"] in ("local", "error") else
+                  result(c["id"], c["title"], "error", "not graded: %s" % unusable,
+                         runner=c.get("runner")) for c in checks]
+    return finish(exercise, step, checks, grade)
 
 
 def new_seed() -> int:

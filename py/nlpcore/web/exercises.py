@@ -1,8 +1,14 @@
 """The exercise pages' door into Python (called through :func:`nlpcore.web.call`).
 
     exercises.catalog()                                  -> ids, titles, steps (summary)
-    exercises.grade(exercise, step, code)                -> {checks, passed, record, report, elapsed_ms,
-                                                            stdout, stderr, traceback, restored}
+    exercises.collect(exercise, step, code)              -> {phase, restored}: the learner's half of a
+                                                            grade (the worker that runs learner code)
+    exercises.judge(exercise, step, phase)               -> the grade {checks, passed, record, report,
+                                                            elapsed_ms, stdout, stderr, traceback,
+                                                            restored, seed} (the judge worker)
+    exercises.conclude(exercise, step, code, grade, ran) -> the finished grade after the page ran
+                                                            the pending (GPU) jobs (judge worker)
+    exercises.grade(exercise, step, code)                -> both halves in one worker
     exercises.scratch(exercise, step, definitions, code) -> {stdout, stderr, traceback, value,
                                                             restored, elapsed_ms}: runs code
                                                             against the learner's definitions,
@@ -30,9 +36,10 @@ import traceback as _traceback
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import guided, session
+from ..lab import guided, session, wire
 
-__all__ = ["catalog", "grade", "scratch", "verify", "lab_check", "lab_timing_spec"]
+__all__ = ["catalog", "grade", "collect", "judge", "conclude", "scratch", "verify", "lab_check",
+           "lab_timing_spec"]
 
 LEARNER_FILE = "<your code>"  # the file name session.load_learner compiles the learner's code as
 SCRATCH_FILE = "<scratch>"
@@ -56,6 +63,36 @@ def catalog() -> list:
 def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
     """Grade ``code`` for one step of one exercise; see nlpcore.lab.session.grade."""
     return lab.grade(_str(exercise, "exercise"), _str(step, "step"), _str(code, "code"))
+
+
+def collect(exercise: str, step: str, code: str) -> Dict[str, Any]:
+    """The learner's half of a grade, in the worker that runs learner code: {phase (the
+    collected data as one JSON text, nlpcore.lab.wire), restored}. Hand ``phase`` to
+    :func:`judge` in the judge worker."""
+    ex = lab.exercise(_str(exercise, "exercise"))
+    phase = session.collect(ex, _str(step, "step"), _str(code, "code"), session.new_seed())
+    return {"phase": wire.pack(phase), "restored": phase["restored"]}
+
+
+def judge(exercise: str, step: str, phase: str) -> Dict[str, Any]:
+    """The finished grade from :func:`collect`'s ``phase``, in a worker that never runs learner
+    code: {passed, checks, record, report, stdout, stderr, traceback, restored, seed, elapsed_ms};
+    checks that run in the page come back "pending" with their job (then :func:`conclude`)."""
+    ex = lab.exercise(_str(exercise, "exercise"))
+    return session.judge(ex, _str(step, "step"), wire.unpack(_str(phase, "phase")))
+
+
+def conclude(exercise: str, step: str, code: str, grade: Dict[str, Any],
+             ran: Dict[str, Any]) -> Dict[str, Any]:
+    """The finished grade after the page ran the pending jobs of ``grade`` (from :func:`judge`):
+    ``ran`` maps each pending check's id to {outputs: {name: bytes}} or {error, fails_all}. Every
+    rule of the verdict is applied here; the page only shows it."""
+    if not isinstance(grade, dict) or not isinstance(grade.get("checks"), list):
+        raise TypeError("grade: expected the dict judge() returned")
+    if not isinstance(ran, dict):
+        raise TypeError("ran: expected a dict {check id: {outputs} or {error, fails_all}}")
+    return session.conclude(lab.exercise(_str(exercise, "exercise")), _str(step, "step"),
+                            _str(code, "code"), grade, ran)
 
 
 def _remember(filename: str, source: str) -> None:

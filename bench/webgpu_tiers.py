@@ -1,0 +1,346 @@
+"""The tiled kernel's tiers (portable float32, subgroup, float16, int8 tensor cores) on two WebGPU
+engines: wgpu-py (wgpu-native, naga) and Dawn (Chrome's engine, Tint) driven from Node by
+``bench/webgpu_dawn.mjs``. Called by ``webgpu_attention.py --tiers ...``.
+
+Per engine, tier, d, heads, N and causal: one set of random inputs (float32 normal; the f16 tier
+rounds them to float16), the dispatch spec of the tier (``flash_wgsl_mirror.dispatch_spec`` or
+``flash_wgsl_int8.dispatch_spec``), one warm-up dispatch whose outputs are checked against the
+float64 reference on sampled query rows, then timed repeats, each one submit of one compute pass
+(all of a spec's passes: the int8 tier's three quantisation passes are inside the time), timed by
+GPU timestamps at the pass's beginning and end. TFLOP/s count 4·N²·d per head, half that with a
+causal mask (the work a causal kernel must do), as FlashAttention's benchmarks count.
+
+Validity per tier (against float64): portable and subgroup max |Δo| <= BENCH_WEBGPU (1e-4);
+f16 max |Δo| <= 4e-3 (float16 output rounding is 4.9e-4 relative); int8 relative L1 <= 0.05 and
+every sampled row's cosine similarity >= 0.99 (SageAttention's accuracy measures). Every row also
+records max |Δo|, relative L1 and per-row cosine (min, mean), and max |Δlse|.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import common
+
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = ROOT / "bench" / "webgpu_dawn.mjs"
+CHECK_ROWS = 256
+TOLERANCE = {"portable": 1e-4, "subgroup": 1e-4, "f16": 4e-3}
+INT8_REL_L1, INT8_COS = 0.05, 0.99
+
+
+def flops(n: int, heads: int, d: int, causal: bool) -> float:
+    return 4.0 * n * n * d * heads * (0.5 if causal else 1.0)
+
+
+def inputs(n: int, heads: int, d: int, kind: str = "random", seed: int = 0):
+    """q, k, v (heads, n, d) float32. ``outlier``: realistic activations after SageAttention's
+    observation (section 3.2): K carries a large per-channel offset shared by all tokens, and a
+    few channels of Q and K are ten times larger than the rest."""
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((heads, n, d)).astype(np.float32) for _ in range(3))
+    if kind == "outlier":
+        k += (4.0 * rng.standard_normal(d)).astype(np.float32)  # channel bias common to all keys
+        hot = rng.choice(d, size=max(1, d // 16), replace=False)
+        q[..., hot] *= 10.0
+        k[..., hot] *= 10.0
+        q *= 0.5
+    return q, k, v
+
+
+def spec_for(tier, q, k, v, causal, limits=None, subgroup_size=32):
+    from nlpcore.kernels import flash_wgsl_int8, flash_wgsl_mirror, tiling
+
+    d = q.shape[-1]
+    plan = tiling.plan_for(tier, d, limits=limits, subgroup_size=subgroup_size)
+    if tier == "int8":
+        return flash_wgsl_int8.dispatch_spec(q, k, v, causal=causal, plan=plan)
+    return flash_wgsl_mirror.dispatch_spec(q, k, v, causal=causal, plan=plan, tier=tier)
+
+
+def check(tier, spec, outputs, q, k, v, causal, rows) -> dict:
+    from nlpcore.kernels import flash_wgsl_int8, flash_wgsl_mirror, reference
+
+    o, lse = flash_wgsl_mirror.decode_outputs(spec, outputs)
+    o, lse = o[..., rows, :].astype(np.float64), lse[..., rows]
+    if tier == "f16":
+        q, k, v = (x.astype(np.float16).astype(np.float64) for x in (q, k, v))
+    want_o, want_lse = reference.forward(q[..., rows, :].astype(np.float64), k.astype(np.float64),
+                                         v.astype(np.float64),
+                                         mask=_causal_rows(rows, k.shape[-2]) if causal else None)
+    stats = flash_wgsl_int8.error_stats(o, want_o)
+    err_lse = float(np.max(np.abs(lse - want_lse)))
+    if tier == "int8":
+        valid = stats["rel_l1"] <= INT8_REL_L1 and stats["cos_min"] >= INT8_COS
+    else:
+        valid = stats["max_abs_err"] <= TOLERANCE[tier] and err_lse <= TOLERANCE[tier]
+    return dict(stats, max_abs_err_o=stats["max_abs_err"], max_abs_err_lse=err_lse,
+                valid=bool(valid and np.isfinite(o).all()), checked_rows=len(rows))
+
+
+def _causal_rows(rows, n_k):
+    """The causal mask of the sampled query rows (reference.forward's causal flag assumes the
+    rows start at 0)."""
+    return np.arange(n_k)[None, :] <= np.asarray(rows)[:, None]
+
+
+# --- Dawn through Node ----------------------------------------------------------------------------
+
+class DawnRunner:
+    """A Node process running webgpu_dawn.mjs; same prepare/dispatch/outputs/release as
+    webgpu_attention.WgpuRunner."""
+
+    def __init__(self, node: str, dawn_node: str) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="dawn-")
+        self.proc = subprocess.Popen([node, str(DRIVER), dawn_node], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.info = self._call({"cmd": "info"})
+        self.timestamps = "timestamp-query" in self.info.get("features", [])
+        self.adapter = "{} (Dawn, Vulkan)".format(self.info.get("device") or self.info.get("description") or "?")
+        self._next = 0
+
+    def _call(self, msg: dict) -> dict:
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the Dawn driver exited (rc {})".format(self.proc.poll()))
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError("Dawn: " + reply["error"])
+        return reply
+
+    def prepare(self, spec: dict):
+        from nlpcore.kernels import flash_wgpu
+
+        self._next += 1
+        sid = str(self._next)
+        bindings = []
+        for b in spec["bindings"]:
+            entry = {key: b[key] for key in ("binding", "type", "size", "name", "output")}
+            entry["data"] = None
+            if b["data"] is not None:
+                path = Path(self.tmp.name) / "{}-{}.bin".format(sid, b["name"])
+                path.write_bytes(bytes(b["data"]))
+                entry["data"] = {"file": str(path)}
+            bindings.append(entry)
+        code = spec.get("code") or flash_wgpu.shader_source(spec["shader"])
+        wire = {key: spec[key] for key in ("shader", "entry", "constants", "workgroups") if key in spec}
+        wire.update(code=code, bindings=bindings, passes=spec.get("passes"))
+        self._call({"cmd": "prepare", "id": sid, "spec": wire})
+        return sid
+
+    def dispatch(self, spec: dict, sid) -> tuple:
+        reply = self._call({"cmd": "dispatch", "id": sid})
+        return reply["gpu_ms"], reply["wall_ms"]
+
+    def outputs(self, spec: dict, sid) -> dict:
+        reply = self._call({"cmd": "outputs", "id": sid, "dir": self.tmp.name})
+        return {name: Path(path).read_bytes() for name, path in reply["files"].items()}
+
+    def release(self, sid) -> None:
+        self._call({"cmd": "release", "id": sid})
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        self.tmp.cleanup()
+
+
+def dawn_tiers(info: dict) -> dict:
+    """Which tiers Dawn's adapter can run, and why not where it cannot."""
+    features = set(info.get("features", []))
+    int8 = [c for c in info.get("subgroupMatrixConfigs", [])
+            if c["componentType"] == "i8" and c["resultComponentType"] == "i32" and (c["M"], c["N"], c["K"]) == (16, 16, 32)]
+    return {"portable": None,
+            "subgroup": None if "subgroups" in features else "no `subgroups` feature",
+            "f16": None if "shader-f16" in features else "no `shader-f16` feature",
+            "int8": None if int8 else "no i8 x i8 -> i32 16x16x32 subgroup-matrix configuration"}
+
+
+def wgpu_tiers(runner) -> dict:
+    features = set(runner.device.features)
+    return {"portable": None,
+            "subgroup": None if "subgroup" in features else "no `subgroup` feature",
+            "f16": None if "shader-f16" in features else "no `shader-f16` feature",
+            "int8": "wgpu-native offers no subgroup matrices (its cooperative-matrix feature is refused at "
+                    "device creation and has f32 8x8 only)"}
+
+
+def measure(engine: str, ops, offered: dict, limits: dict, subgroup_size: int, *, tiers, ds, heads, sizes,
+            causals, repeats=3, log=print) -> list:
+    rows = []
+    for tier in tiers:
+        if offered.get(tier):
+            rows.append({"engine": engine, "tier": tier, "kernel": "tiled", "n": None, "heads": None,
+                         "skipped": offered[tier], "valid": False, "tflops": None})
+            log("  {:<8} {:<9} skipped: {}".format(engine, tier, offered[tier]))
+            continue
+        for d in ds:
+            for h in heads:
+                for n in sizes:
+                    for causal in causals:
+                        rows.append(_one(engine, ops, tier, d, h, n, causal, limits, subgroup_size, repeats, log))
+    return rows
+
+
+def _one(engine, ops, tier, d, h, n, causal, limits, subgroup_size, repeats, log) -> dict:
+    q, k, v = inputs(n, h, d)
+    base = {"engine": engine, "tier": tier, "kernel": "tiled", "n": n, "heads": h, "d": d, "causal": causal}
+    try:
+        spec = spec_for(tier, q, k, v, causal, limits, subgroup_size)
+        handle = ops.prepare(spec)
+    except (ValueError, RuntimeError) as err:
+        log("  {:<8} {:<9} d={:<3} x{:<2} N={:<5} causal={:<1} refused: {}".format(
+            engine, tier, d, h, n, int(causal), str(err)[:300]))
+        return dict(base, refused=str(err)[:2000], valid=False, tflops=None)
+    try:
+        ops.dispatch(spec, handle)
+        rows = np.unique(np.linspace(0, n - 1, min(n, CHECK_ROWS)).astype(int))
+        err = check(tier, spec, ops.outputs(spec, handle), q, k, v, causal, rows)
+        gpu, wall = [], []
+        for _ in range(repeats):
+            g, w = ops.dispatch(spec, handle)
+            gpu.append(g)
+            wall.append(w)
+    except RuntimeError as e:
+        log("  {:<8} {:<9} d={:<3} x{:<2} N={:<5} failed: {}".format(engine, tier, d, h, n, str(e)[:300]))
+        return dict(base, refused=str(e)[:2000], valid=False, tflops=None)
+    finally:
+        ops.release(handle)
+    times = gpu if all(g is not None for g in gpu) else wall
+    ms = common.median(times)
+    row = dict(base, shader=spec["shader"], constants=spec["constants"], workgroups=spec["workgroups"],
+               passes=[p["entry"] for p in spec.get("passes") or []] or None,
+               ms=ms, times_ms=times, wall_ms=common.median(wall), timing="timestamp-query" if times is gpu else "wall",
+               tflops=flops(n, h, d, causal) / (ms * 1e-3) / 1e12, repeats=len(times), **err)
+    log("  {:<8} {:<9} d={:<3} x{:<2} N={:<5} causal={:<1} {:>9.3f} ms {:>7.2f} TFLOP/s  max|Δo| {:.2e} "
+        "relL1 {:.2e} cos {:.5f}{}".format(engine, tier, d, h, n, int(causal), ms, row["tflops"], err["max_abs_err_o"],
+                                           err["rel_l1"], err["cos_min"], "" if err["valid"] else "  INVALID"))
+    return row
+
+
+def accuracy(engine, ops, offered, limits, subgroup_size, *, tiers, ds, n=4096, heads=4, log=print) -> list:
+    """Accuracy of each tier against float64 on random and on outlier-channel inputs (one size)."""
+    out = []
+    for tier in tiers:
+        if offered.get(tier):
+            continue
+        for d in ds:
+            for kind in ("random", "outlier"):
+                q, k, v = inputs(n, heads, d, kind, seed=1)
+                try:
+                    spec = spec_for(tier, q, k, v, False, limits, subgroup_size)
+                    handle = ops.prepare(spec)
+                    ops.dispatch(spec, handle)
+                    rows = np.arange(0, n, max(1, n // CHECK_ROWS))
+                    err = check(tier, spec, ops.outputs(spec, handle), q, k, v, False, rows)
+                    ops.release(handle)
+                except (ValueError, RuntimeError) as e:
+                    out.append({"engine": engine, "tier": tier, "d": d, "inputs": kind, "error": str(e)[:500]})
+                    continue
+                out.append(dict({"engine": engine, "tier": tier, "d": d, "n": n, "heads": heads, "inputs": kind}, **err))
+                log("  accuracy {:<8} {:<9} d={:<3} {:<8} max|Δo| {:.2e} relL1 {:.2e} cos min {:.6f} mean {:.6f}".format(
+                    engine, tier, d, kind, err["max_abs_err_o"], err["rel_l1"], err["cos_min"], err["cos_mean"]))
+    return out
+
+
+def sdpa(sizes, heads, ds, causals, log=print) -> list:
+    """PyTorch's scaled_dot_product_attention (cuDNN / flash backends, bf16 and fp16) on the same
+    machine: the ceiling. Median of 10 timed calls after 3 warm-ups, CUDA events."""
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError as err:
+        return [{"error": "no torch: {}".format(err)}]
+    if not torch.cuda.is_available():
+        return [{"error": "no CUDA device"}]
+    out = []
+    for dtype in (torch.bfloat16, torch.float16):
+        for d in ds:
+            for h in heads:
+                for n in sizes:
+                    for causal in causals:
+                        q, k, v = (torch.randn(1, h, n, d, device="cuda", dtype=dtype) for _ in range(3))
+                        for _ in range(3):
+                            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                        times = []
+                        for _ in range(10):
+                            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                            a.record()
+                            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                            b.record()
+                            torch.cuda.synchronize()
+                            times.append(a.elapsed_time(b))
+                        ms = common.median(times)
+                        out.append({"engine": "pytorch-sdpa", "tier": "tensor cores ({})".format(str(dtype)[6:]),
+                                    "kernel": "sdpa", "n": n, "heads": h, "d": d, "causal": causal, "ms": ms,
+                                    "tflops": flops(n, h, d, causal) / (ms * 1e-3) / 1e12, "valid": True,
+                                    "versions": {"torch": torch.__version__}})
+                        log("  sdpa {} d={} x{} N={} causal={} {:.3f} ms {:.1f} TFLOP/s".format(
+                            str(dtype)[6:], d, h, n, int(causal), ms, out[-1]["tflops"]))
+    return out
+
+
+def run(args, log=print) -> dict:
+    """The --tiers benchmark: a record with one engine entry per engine, rows carrying tier and
+    engine, the accuracy study and the SDPA ceiling."""
+    tiers = [t for t in args.tiers.split(",") if t]
+    ds = [int(x) for x in args.d.split(",") if x]
+    heads = [int(x) for x in args.heads.split(",") if x]
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    causals = [{"no": False, "yes": True}[c] for c in args.causal.split(",") if c]
+    record = {"benchmark": "webgpu_attention", "recorded_at": common.now_iso(),
+              "command": "bench/webgpu_attention.py " + " ".join(args.argv),
+              "machine": common.machine(["wgpu"]),
+              "parameters": {"tiers": tiers, "d": ds, "heads": heads, "sizes": sizes, "causal": causals,
+                             "repeats": args.repeats, "warmup": 1, "checked_rows_per_head": CHECK_ROWS,
+                             "flops": "4·N²·d per head, half that with a causal mask",
+                             "validity": {"portable": "max|Δo|, max|Δlse| <= 1e-4", "subgroup": "max|Δo|, max|Δlse| <= 1e-4",
+                                          "f16": "max|Δo|, max|Δlse| <= 4e-3",
+                                          "int8": "rel L1 <= {} and per-row cosine >= {}".format(INT8_REL_L1, INT8_COS)},
+                             "time": "median per-dispatch time, GPU timestamp queries around the compute pass "
+                                     "(all of a spec's passes)"},
+              "engines": [], "accuracy": [], "sdpa": []}
+    started = time.perf_counter()
+    for name in [e for e in args.engines.split(",") if e]:
+        log("engine", name)
+        if name == "wgpu-py":
+            import webgpu_attention
+
+            runner = webgpu_attention.WgpuRunner(features=True)
+            offered, limits, sg = wgpu_tiers(runner), {}, 32
+            adapter, info = runner.adapter, runner.adapter_info
+        elif name == "dawn":
+            runner = DawnRunner(args.node, args.dawn_node)
+            offered, limits = dawn_tiers(runner.info), runner.info.get("limits", {})
+            sg = runner.info.get("subgroupMaxSize") or 32
+            adapter, info = runner.adapter, runner.info
+        else:
+            raise ValueError("--engines: unknown engine {!r} (wgpu-py, dawn)".format(name))
+        rows = measure(name, runner, offered, limits, sg, tiers=tiers, ds=ds, heads=heads, sizes=sizes,
+                       causals=causals, repeats=args.repeats, log=log)
+        if args.accuracy:
+            record["accuracy"] += accuracy(name, runner, offered, limits, sg, tiers=tiers, ds=ds, log=log)
+        record["engines"].append({"engine": name, "adapter": adapter, "adapter_info": info,
+                                  "cpu_adapter": "llvmpipe" in adapter.lower() or "swiftshader" in adapter.lower(),
+                                  "tiers_offered": {t: (why or "yes") for t, why in offered.items()},
+                                  "timing": "timestamp-query" if runner.timestamps else "wall", "rows": rows})
+        if name == "dawn":
+            runner.close()
+        common.write_result(Path(args.out), record)  # what is measured so far survives a time-out
+    if args.sdpa:
+        record["sdpa"] = sdpa(sizes, heads, ds, causals, log=log)
+    record["total_seconds"] = time.perf_counter() - started
+    return record

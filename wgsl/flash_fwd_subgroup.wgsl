@@ -1,0 +1,434 @@
+// flash_fwd_subgroup.wgsl — the portable float32 kernel for adapters with `subgroups`: two query
+// rows per invocation, their partial scores added by subgroup shuffles.
+//
+//   O = softmax(scale · Q Kᵀ, masked) V        lse = log Σ_j exp(scale · q·k_j)   (per query row)
+//
+// The same algorithm, tiles and float32 arithmetic as flash_fwd.wgsl (read that file first),
+// with the work inside a workgroup split differently. In flash_fwd.wgsl an invocation owns one
+// row and 64 of its head dims, so for every staged key or value slot it reads from workgroup
+// memory it does one multiply-add; on the H200 those reads, not the multiply-adds, set the pace
+// (its tuning record: about 20 TFLOP/s of 67). Here an invocation owns TWO rows and 32 of their
+// head dims (q and o: 2 x 32 floats each, the same 128 registers), so every slot it reads serves
+// two rows: half the reads per multiply-add. The price: a row's score is now split over 2·KS
+// invocations (32 dims each), which sit side by side in the workgroup and so in one subgroup, and
+// add their partials with subgroupShuffleXor (a register exchange, no workgroup memory, no
+// barrier). Requirements, checked by the host: KS a power of two and 2·KS at most the adapter's
+// smallest subgroup size (subgroupMinSize), so a row pair's invocations never straddle subgroups
+// (invocations are grouped into subgroups by consecutive local_invocation_index, which Vulkan,
+// Metal and D3D do for a one-dimensional workgroup; WGSL itself does not promise it).
+//
+// Its NumPy re-enactment: nlpcore.kernels.flash_wgsl_mirror.forward(..., tier="subgroup"), which
+// adds the 32-dim partials in the butterfly's order. Override constants: BR (even), BC, D, DV, KS
+// (no SPART). Workgroup memory: k_tile and v_tile only (tiling.plan(..., tier="subgroup")).
+
+enable subgroups;
+
+// A masked score. WGSL has no infinity literal, and an implementation may assume floats are
+// finite (WGSL spec, "Floating Point Evaluation"), so -inf is not portable: an expression
+// that makes it may give any value. The sentinel stays finite under every operation applied
+// to it here: as a running max it gives alpha = exp(-1e30 - m) = 0 with no overflow, and a
+// masked score's probability is set to exactly 0 by comparison, not computed from exp.
+// Valid inputs keep |scale · q·k| far below 1e30 (the host checks).
+const MASKED_SCORE: f32 = -1.0e30;
+
+// vec4 slots of a staged key or value row per 64 head dims (flash_fwd.wgsl's layout).
+const CHUNK4: u32 = 16u;
+
+// vec4 slots of q and of o one invocation holds per row: 32 floats, for each of its two rows.
+const HALF4: u32 = 8u;
+
+override BR: u32;
+override BC: u32;
+override D: u32;
+override DV: u32;
+override KS: u32;
+
+struct Params {
+  n_q: u32,                // query rows per batch entry
+  n_k: u32,                // key rows per batch entry
+  causal: u32,             // 1: query i may attend key j only if j <= i
+  has_mask: u32,           // 1: consult mask_bits
+  mask_batch_stride: u32,  // bits between batch entries of the mask
+  mask_row_stride: u32,    // bits between query rows of the mask (0 = key padding)
+  scale: f32,              // score scale, usually 1/sqrt(D)
+  _pad: u32,               // uniform structs are read in 16-byte rows
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> mask_bits: array<u32>;
+@group(0) @binding(5) var<storage, read_write> o: array<f32>;
+@group(0) @binding(6) var<storage, read_write> lse: array<f32>;
+
+var<workgroup> k_tile: array<vec4<f32>, BC * KS * CHUNK4>;
+var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
+
+// The entry point first; the helpers it calls follow it.
+@compute @workgroup_size(BR * KS)
+fn main(@builtin(workgroup_id) wg: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+  let i = wg.x;                            // query tile index
+  let b = wg.z;                            // batch entry
+  let q0 = i * BR;                         // first query row of the tile
+  let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
+  // Invocation t owns rows ra = 2·(t / LP) and rb = ra + 1 of the tile and 32 of their head dims,
+  // slots [8·part, 8·part + 8) of a key or value row; LP = 2·KS invocations share a row pair and
+  // sit side by side, so in one subgroup.
+  let lp = 2u * KS;
+  let ra = 2u * (t / lp);
+  let rb = ra + 1u;
+  let part = t % lp;
+  let ok_a = ra < rows;                    // rows past the end compute but store nothing
+  let ok_b = rb < rows;
+  let width = KS * CHUNK4;                 // vec4 slots per key (or value) row of a tile
+  let mine = part * HALF4;                 // this invocation's first slot within such a row
+
+  // 32 dims of q for each of the two rows, pre-multiplied by the scale; o = 0, m, l as usual.
+  var q_a = half_load_q((b * params.n_q + q0 + ra) * D, mine * 4u, ok_a, params.scale);
+  var q_b = half_load_q((b * params.n_q + q0 + rb) * D, mine * 4u, ok_b, params.scale);
+  var o_a = Half();
+  var o_b = Half();
+  var m_a = MASKED_SCORE;
+  var m_b = MASKED_SCORE;
+  var l_a = 0.0;
+  var l_b = 0.0;
+
+  let t_c = ceil_div(params.n_k, BC);
+  var j_end = t_c;
+  if (params.causal != 0u) {
+    j_end = min(t_c, ceil_div(q0 + rows, BC));
+  }
+  for (var j = 0u; j < j_end; j++) {
+    workgroupBarrier();                    // everyone is done with the previous K_j, V_j
+    let k0 = j * BC;
+    let cols = min(BC, params.n_k - k0);   // Bc, or fewer in the ragged last tile
+
+    // Stage K_j and V_j as flash_fwd.wgsl does.
+    for (var e = t; e < BC * width; e += BR * KS) {
+      let c = e / width;
+      let col = (e % width) * 4u;
+      var nk = 0u;
+      var nv = 0u;
+      if (c < cols) {
+        nk = present(col, D);
+        nv = present(col, DV);
+      }
+      k_tile[e] = load_k4((b * params.n_k + k0 + c) * D + col, nk);
+      v_tile[e] = load_v4((b * params.n_k + k0 + c) * DV + col, nv);
+    }
+    workgroupBarrier();
+
+    // Four keys g .. g+3 at a time, for both rows.
+    for (var g = 0u; g < BC; g += 4u) {
+      // Partial q·k over this invocation's 32 dims, each staged key slot read once for both
+      // rows; then the LP invocations of the row pair add their partials by a butterfly of
+      // shuffles (after the step with mask w each holds the sum over its group of 2w), so all
+      // LP end with the full scores of both rows.
+      var s = pair_dot(&q_a, &q_b, g * width + mine, width);
+      for (var w = 1u; w < lp; w <<= 1u) {
+        s.a += subgroupShuffleXor(s.a, w);
+        s.b += subgroupShuffleXor(s.b, w);
+      }
+      let n_live = select(0u, cols - g, g < cols);   // keys g .. g+3 that exist
+      let sa = masked(s.a, ok_a, b, q0 + ra, k0 + g, n_live);
+      let sb = masked(s.b, ok_b, b, q0 + rb, k0 + g, n_live);
+      // Online softmax for each row, then o = alpha · o + Σ_u p_u · v_{g+u}.
+      let mn_a = max(m_a, max(max(sa.x, sa.y), max(sa.z, sa.w)));
+      let mn_b = max(m_b, max(max(sb.x, sb.y), max(sb.z, sb.w)));
+      let pa = select(exp(sa - vec4<f32>(mn_a)), vec4<f32>(0.0), sa == vec4<f32>(MASKED_SCORE));
+      let pb = select(exp(sb - vec4<f32>(mn_b)), vec4<f32>(0.0), sb == vec4<f32>(MASKED_SCORE));
+      let alpha_a = exp(m_a - mn_a);
+      let alpha_b = exp(m_b - mn_b);
+      l_a = alpha_a * l_a + (pa.x + pa.y) + (pa.z + pa.w);
+      l_b = alpha_b * l_b + (pb.x + pb.y) + (pb.z + pb.w);
+      m_a = mn_a;
+      m_b = mn_b;
+      pair_update(&o_a, &o_b, alpha_a, alpha_b, pa, pb, g * width + mine, width);
+    }
+  }
+
+  // o = o / l and lse = m + log l; a row with no allowed key: o = 0, lse = MASKED_SCORE.
+  finish(&o_a, l_a, m_a, ok_a, b, q0 + ra, part);
+  finish(&o_b, l_b, m_b, ok_b, b, q0 + rb, part);
+}
+
+// 32 floats of one row's q or o: what one invocation holds for each of its two rows.
+alias Half = array<vec4<f32>, HALF4>;
+
+// Four scores (keys g .. g+3) of each of an invocation's two rows.
+struct Pair {
+  a: vec4<f32>,
+  b: vec4<f32>,
+}
+
+// 32 dims of query row `row` from column `c`, scaled (those past D, or all when !ok, are 0).
+fn half_load_q(row: u32, c: u32, ok: bool, scale: f32) -> Half {
+  return Half(
+    q_slot(row, c, ok, scale), q_slot(row, c + 4u, ok, scale), q_slot(row, c + 8u, ok, scale), q_slot(row, c + 12u, ok, scale),
+    q_slot(row, c + 16u, ok, scale), q_slot(row, c + 20u, ok, scale), q_slot(row, c + 24u, ok, scale), q_slot(row, c + 28u, ok, scale));
+}
+
+// Partial q·k over one invocation's 32 dims for keys at slots at + u·stride (u = 0..3), both
+// rows; each staged key slot is read once and used for both rows.
+fn pair_dot(q_a: ptr<function, Half>, q_b: ptr<function, Half>, at: u32, stride: u32) -> Pair {
+  var s: Pair;
+  {
+    let c = at;
+    let k0 = k_tile[c]; let k1 = k_tile[c + 1u]; let k2 = k_tile[c + 2u]; let k3 = k_tile[c + 3u];
+    let k4 = k_tile[c + 4u]; let k5 = k_tile[c + 5u]; let k6 = k_tile[c + 6u]; let k7 = k_tile[c + 7u];
+    s.a.x = ((dot((*q_a)[0], k0) + dot((*q_a)[1], k1)) + (dot((*q_a)[2], k2) + dot((*q_a)[3], k3)))
+          + ((dot((*q_a)[4], k4) + dot((*q_a)[5], k5)) + (dot((*q_a)[6], k6) + dot((*q_a)[7], k7)));
+    s.b.x = ((dot((*q_b)[0], k0) + dot((*q_b)[1], k1)) + (dot((*q_b)[2], k2) + dot((*q_b)[3], k3)))
+          + ((dot((*q_b)[4], k4) + dot((*q_b)[5], k5)) + (dot((*q_b)[6], k6) + dot((*q_b)[7], k7)));
+  }
+  {
+    let c = at + 1u * stride;
+    let k0 = k_tile[c]; let k1 = k_tile[c + 1u]; let k2 = k_tile[c + 2u]; let k3 = k_tile[c + 3u];
+    let k4 = k_tile[c + 4u]; let k5 = k_tile[c + 5u]; let k6 = k_tile[c + 6u]; let k7 = k_tile[c + 7u];
+    s.a.y = ((dot((*q_a)[0], k0) + dot((*q_a)[1], k1)) + (dot((*q_a)[2], k2) + dot((*q_a)[3], k3)))
+          + ((dot((*q_a)[4], k4) + dot((*q_a)[5], k5)) + (dot((*q_a)[6], k6) + dot((*q_a)[7], k7)));
+    s.b.y = ((dot((*q_b)[0], k0) + dot((*q_b)[1], k1)) + (dot((*q_b)[2], k2) + dot((*q_b)[3], k3)))
+          + ((dot((*q_b)[4], k4) + dot((*q_b)[5], k5)) + (dot((*q_b)[6], k6) + dot((*q_b)[7], k7)));
+  }
+  {
+    let c = at + 2u * stride;
+    let k0 = k_tile[c]; let k1 = k_tile[c + 1u]; let k2 = k_tile[c + 2u]; let k3 = k_tile[c + 3u];
+    let k4 = k_tile[c + 4u]; let k5 = k_tile[c + 5u]; let k6 = k_tile[c + 6u]; let k7 = k_tile[c + 7u];
+    s.a.z = ((dot((*q_a)[0], k0) + dot((*q_a)[1], k1)) + (dot((*q_a)[2], k2) + dot((*q_a)[3], k3)))
+          + ((dot((*q_a)[4], k4) + dot((*q_a)[5], k5)) + (dot((*q_a)[6], k6) + dot((*q_a)[7], k7)));
+    s.b.z = ((dot((*q_b)[0], k0) + dot((*q_b)[1], k1)) + (dot((*q_b)[2], k2) + dot((*q_b)[3], k3)))
+          + ((dot((*q_b)[4], k4) + dot((*q_b)[5], k5)) + (dot((*q_b)[6], k6) + dot((*q_b)[7], k7)));
+  }
+  {
+    let c = at + 3u * stride;
+    let k0 = k_tile[c]; let k1 = k_tile[c + 1u]; let k2 = k_tile[c + 2u]; let k3 = k_tile[c + 3u];
+    let k4 = k_tile[c + 4u]; let k5 = k_tile[c + 5u]; let k6 = k_tile[c + 6u]; let k7 = k_tile[c + 7u];
+    s.a.w = ((dot((*q_a)[0], k0) + dot((*q_a)[1], k1)) + (dot((*q_a)[2], k2) + dot((*q_a)[3], k3)))
+          + ((dot((*q_a)[4], k4) + dot((*q_a)[5], k5)) + (dot((*q_a)[6], k6) + dot((*q_a)[7], k7)));
+    s.b.w = ((dot((*q_b)[0], k0) + dot((*q_b)[1], k1)) + (dot((*q_b)[2], k2) + dot((*q_b)[3], k3)))
+          + ((dot((*q_b)[4], k4) + dot((*q_b)[5], k5)) + (dot((*q_b)[6], k6) + dot((*q_b)[7], k7)));
+  }
+  return s;
+}
+
+// Scores s of keys kj .. kj+3 for query qi with the masked, absent (n_live of four exist) or
+// past-the-end (ok false) ones set to the sentinel.
+fn masked(s: vec4<f32>, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> vec4<f32> {
+  let live = vec4<bool>(ok && 0u < n_live && allowed(b, qi, kj), ok && 1u < n_live && allowed(b, qi, kj + 1u),
+                        ok && 2u < n_live && allowed(b, qi, kj + 2u), ok && 3u < n_live && allowed(b, qi, kj + 3u));
+  return select(vec4<f32>(MASKED_SCORE), s, live);
+}
+
+// o = alpha · o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over 32 dims of two rows at once.
+fn pair_update(o_a: ptr<function, Half>, o_b: ptr<function, Half>, alpha_a: f32, alpha_b: f32,
+               pa: vec4<f32>, pb: vec4<f32>, at: u32, stride: u32) {
+  let a1 = at + stride;
+  let a2 = a1 + stride;
+  let a3 = a2 + stride;
+  {
+    let v0 = v_tile[at]; let v1 = v_tile[a1]; let v2 = v_tile[a2]; let v3 = v_tile[a3];
+    (*o_a)[0] = alpha_a * (*o_a)[0] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[0] = alpha_b * (*o_b)[0] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 1u]; let v1 = v_tile[a1 + 1u]; let v2 = v_tile[a2 + 1u]; let v3 = v_tile[a3 + 1u];
+    (*o_a)[1] = alpha_a * (*o_a)[1] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[1] = alpha_b * (*o_b)[1] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 2u]; let v1 = v_tile[a1 + 2u]; let v2 = v_tile[a2 + 2u]; let v3 = v_tile[a3 + 2u];
+    (*o_a)[2] = alpha_a * (*o_a)[2] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[2] = alpha_b * (*o_b)[2] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 3u]; let v1 = v_tile[a1 + 3u]; let v2 = v_tile[a2 + 3u]; let v3 = v_tile[a3 + 3u];
+    (*o_a)[3] = alpha_a * (*o_a)[3] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[3] = alpha_b * (*o_b)[3] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 4u]; let v1 = v_tile[a1 + 4u]; let v2 = v_tile[a2 + 4u]; let v3 = v_tile[a3 + 4u];
+    (*o_a)[4] = alpha_a * (*o_a)[4] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[4] = alpha_b * (*o_b)[4] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 5u]; let v1 = v_tile[a1 + 5u]; let v2 = v_tile[a2 + 5u]; let v3 = v_tile[a3 + 5u];
+    (*o_a)[5] = alpha_a * (*o_a)[5] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[5] = alpha_b * (*o_b)[5] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 6u]; let v1 = v_tile[a1 + 6u]; let v2 = v_tile[a2 + 6u]; let v3 = v_tile[a3 + 6u];
+    (*o_a)[6] = alpha_a * (*o_a)[6] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[6] = alpha_b * (*o_b)[6] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+  {
+    let v0 = v_tile[at + 7u]; let v1 = v_tile[a1 + 7u]; let v2 = v_tile[a2 + 7u]; let v3 = v_tile[a3 + 7u];
+    (*o_a)[7] = alpha_a * (*o_a)[7] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
+    (*o_b)[7] = alpha_b * (*o_b)[7] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
+  }
+}
+
+// Row qi's 32 dims of o / l into the output (and, from the row's first invocation, its lse).
+fn finish(o_reg: ptr<function, Half>, l: f32, m: f32, ok: bool, b: u32, qi: u32, part: u32) {
+  if (!ok) {
+    return;
+  }
+  let safe_l = select(l, 1.0, l == 0.0);
+  let row = (b * params.n_q + qi) * DV;
+  let col0 = part * HALF4 * 4u;
+  store_o4(row, col0 + 0u, (*o_reg)[0] / safe_l);
+  store_o4(row, col0 + 4u, (*o_reg)[1] / safe_l);
+  store_o4(row, col0 + 8u, (*o_reg)[2] / safe_l);
+  store_o4(row, col0 + 12u, (*o_reg)[3] / safe_l);
+  store_o4(row, col0 + 16u, (*o_reg)[4] / safe_l);
+  store_o4(row, col0 + 20u, (*o_reg)[5] / safe_l);
+  store_o4(row, col0 + 24u, (*o_reg)[6] / safe_l);
+  store_o4(row, col0 + 28u, (*o_reg)[7] / safe_l);
+  if (part == 0u) {
+    lse[b * params.n_q + qi] = select(m + log(safe_l), MASKED_SCORE, l == 0.0);
+  }
+}
+
+// 64 floats of one row: a lane's share of q or of o.
+alias Chunk = array<vec4<f32>, CHUNK4>;
+
+fn ceil_div(a: u32, b: u32) -> u32 {
+  return (a + b - 1u) / b;
+}
+
+// --- chunk helpers (as in flash_fwd.wgsl) ---
+
+// How many of the four elements at column `col` of a row of `width` exist (0..4).
+fn present(col: u32, width: u32) -> u32 {
+  return select(min(width - col, 4u), 0u, col >= width);
+}
+
+// Four consecutive elements of a row starting at flat index `at`; only the first `n` exist,
+// the rest read as 0. A row's length need not be a multiple of 4, so rows are not
+// vec4-aligned in memory and are read one f32 at a time. One function per binding: a WGSL
+// function cannot take a pointer to a storage buffer as a parameter.
+fn load_q4(at: u32, n: u32) -> vec4<f32> {
+  var x = vec4<f32>(0.0);
+  if (n > 0u) { x.x = q[at]; }
+  if (n > 1u) { x.y = q[at + 1u]; }
+  if (n > 2u) { x.z = q[at + 2u]; }
+  if (n > 3u) { x.w = q[at + 3u]; }
+  return x;
+}
+
+fn load_k4(at: u32, n: u32) -> vec4<f32> {
+  var x = vec4<f32>(0.0);
+  if (n > 0u) { x.x = k[at]; }
+  if (n > 1u) { x.y = k[at + 1u]; }
+  if (n > 2u) { x.z = k[at + 2u]; }
+  if (n > 3u) { x.w = k[at + 3u]; }
+  return x;
+}
+
+fn load_v4(at: u32, n: u32) -> vec4<f32> {
+  var x = vec4<f32>(0.0);
+  if (n > 0u) { x.x = v[at]; }
+  if (n > 1u) { x.y = v[at + 1u]; }
+  if (n > 2u) { x.z = v[at + 2u]; }
+  if (n > 3u) { x.w = v[at + 3u]; }
+  return x;
+}
+
+// Four elements of query row `row` (flat index of its first element) at column `col`, scaled;
+// those past D, and all of them when `ok` is false, read as 0.
+fn q_slot(row: u32, col: u32, ok: bool, scale: f32) -> vec4<f32> {
+  return scale * load_q4(row + col, select(0u, present(col, D), ok));
+}
+
+// A lane's 64 dims of query row `row` from column `c`, scaled (constant indices into q).
+fn chunk_load_q(row: u32, c: u32, ok: bool, scale: f32) -> Chunk {
+  return Chunk(
+    q_slot(row, c, ok, scale), q_slot(row, c + 4u, ok, scale),
+    q_slot(row, c + 8u, ok, scale), q_slot(row, c + 12u, ok, scale),
+    q_slot(row, c + 16u, ok, scale), q_slot(row, c + 20u, ok, scale),
+    q_slot(row, c + 24u, ok, scale), q_slot(row, c + 28u, ok, scale),
+    q_slot(row, c + 32u, ok, scale), q_slot(row, c + 36u, ok, scale),
+    q_slot(row, c + 40u, ok, scale), q_slot(row, c + 44u, ok, scale),
+    q_slot(row, c + 48u, ok, scale), q_slot(row, c + 52u, ok, scale),
+    q_slot(row, c + 56u, ok, scale), q_slot(row, c + 60u, ok, scale));
+}
+
+// Write y = o / safe_l, four elements at column `col` of output row `row`, those that exist.
+fn store_o4(row: u32, col: u32, y: vec4<f32>) {
+  let n = present(col, DV);
+  if (n > 0u) { o[row + col] = y.x; }
+  if (n > 1u) { o[row + col + 1u] = y.y; }
+  if (n > 2u) { o[row + col + 2u] = y.z; }
+  if (n > 3u) { o[row + col + 3u] = y.w; }
+}
+
+// A lane's 64 dims of o, divided by safe_l, into output row `row` from column `col0`.
+fn chunk_store_o(o_reg: ptr<function, Chunk>, row: u32, col0: u32, safe_l: f32) {
+  store_o4(row, col0, (*o_reg)[0] / safe_l);
+  store_o4(row, col0 + 4u, (*o_reg)[1] / safe_l);
+  store_o4(row, col0 + 8u, (*o_reg)[2] / safe_l);
+  store_o4(row, col0 + 12u, (*o_reg)[3] / safe_l);
+  store_o4(row, col0 + 16u, (*o_reg)[4] / safe_l);
+  store_o4(row, col0 + 20u, (*o_reg)[5] / safe_l);
+  store_o4(row, col0 + 24u, (*o_reg)[6] / safe_l);
+  store_o4(row, col0 + 28u, (*o_reg)[7] / safe_l);
+  store_o4(row, col0 + 32u, (*o_reg)[8] / safe_l);
+  store_o4(row, col0 + 36u, (*o_reg)[9] / safe_l);
+  store_o4(row, col0 + 40u, (*o_reg)[10] / safe_l);
+  store_o4(row, col0 + 44u, (*o_reg)[11] / safe_l);
+  store_o4(row, col0 + 48u, (*o_reg)[12] / safe_l);
+  store_o4(row, col0 + 52u, (*o_reg)[13] / safe_l);
+  store_o4(row, col0 + 56u, (*o_reg)[14] / safe_l);
+  store_o4(row, col0 + 60u, (*o_reg)[15] / safe_l);
+}
+
+// q·k over one lane's 64 dims, k starting at slot `at` of k_tile (constant indices into q).
+fn chunk_dot(q_reg: ptr<function, Chunk>, at: u32) -> f32 {
+  let a = dot((*q_reg)[0], k_tile[at]) + dot((*q_reg)[1], k_tile[at + 1u])
+        + dot((*q_reg)[2], k_tile[at + 2u]) + dot((*q_reg)[3], k_tile[at + 3u]);
+  let b = dot((*q_reg)[4], k_tile[at + 4u]) + dot((*q_reg)[5], k_tile[at + 5u])
+        + dot((*q_reg)[6], k_tile[at + 6u]) + dot((*q_reg)[7], k_tile[at + 7u]);
+  let c = dot((*q_reg)[8], k_tile[at + 8u]) + dot((*q_reg)[9], k_tile[at + 9u])
+        + dot((*q_reg)[10], k_tile[at + 10u]) + dot((*q_reg)[11], k_tile[at + 11u]);
+  let d = dot((*q_reg)[12], k_tile[at + 12u]) + dot((*q_reg)[13], k_tile[at + 13u])
+        + dot((*q_reg)[14], k_tile[at + 14u]) + dot((*q_reg)[15], k_tile[at + 15u]);
+  return (a + b) + (c + d);
+}
+
+// o = alpha · o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over one lane's 64 dims, where value
+// row u starts at slot at + u·stride of v_tile (constant indices into o).
+fn chunk_update(o_reg: ptr<function, Chunk>, alpha: f32, p: vec4<f32>, at: u32, stride: u32) {
+  let a1 = at + stride;
+  let a2 = a1 + stride;
+  let a3 = a2 + stride;
+  (*o_reg)[0] = alpha * (*o_reg)[0] + p.x * v_tile[at] + p.y * v_tile[a1] + p.z * v_tile[a2] + p.w * v_tile[a3];
+  (*o_reg)[1] = alpha * (*o_reg)[1] + p.x * v_tile[at + 1u] + p.y * v_tile[a1 + 1u] + p.z * v_tile[a2 + 1u] + p.w * v_tile[a3 + 1u];
+  (*o_reg)[2] = alpha * (*o_reg)[2] + p.x * v_tile[at + 2u] + p.y * v_tile[a1 + 2u] + p.z * v_tile[a2 + 2u] + p.w * v_tile[a3 + 2u];
+  (*o_reg)[3] = alpha * (*o_reg)[3] + p.x * v_tile[at + 3u] + p.y * v_tile[a1 + 3u] + p.z * v_tile[a2 + 3u] + p.w * v_tile[a3 + 3u];
+  (*o_reg)[4] = alpha * (*o_reg)[4] + p.x * v_tile[at + 4u] + p.y * v_tile[a1 + 4u] + p.z * v_tile[a2 + 4u] + p.w * v_tile[a3 + 4u];
+  (*o_reg)[5] = alpha * (*o_reg)[5] + p.x * v_tile[at + 5u] + p.y * v_tile[a1 + 5u] + p.z * v_tile[a2 + 5u] + p.w * v_tile[a3 + 5u];
+  (*o_reg)[6] = alpha * (*o_reg)[6] + p.x * v_tile[at + 6u] + p.y * v_tile[a1 + 6u] + p.z * v_tile[a2 + 6u] + p.w * v_tile[a3 + 6u];
+  (*o_reg)[7] = alpha * (*o_reg)[7] + p.x * v_tile[at + 7u] + p.y * v_tile[a1 + 7u] + p.z * v_tile[a2 + 7u] + p.w * v_tile[a3 + 7u];
+  (*o_reg)[8] = alpha * (*o_reg)[8] + p.x * v_tile[at + 8u] + p.y * v_tile[a1 + 8u] + p.z * v_tile[a2 + 8u] + p.w * v_tile[a3 + 8u];
+  (*o_reg)[9] = alpha * (*o_reg)[9] + p.x * v_tile[at + 9u] + p.y * v_tile[a1 + 9u] + p.z * v_tile[a2 + 9u] + p.w * v_tile[a3 + 9u];
+  (*o_reg)[10] = alpha * (*o_reg)[10] + p.x * v_tile[at + 10u] + p.y * v_tile[a1 + 10u] + p.z * v_tile[a2 + 10u] + p.w * v_tile[a3 + 10u];
+  (*o_reg)[11] = alpha * (*o_reg)[11] + p.x * v_tile[at + 11u] + p.y * v_tile[a1 + 11u] + p.z * v_tile[a2 + 11u] + p.w * v_tile[a3 + 11u];
+  (*o_reg)[12] = alpha * (*o_reg)[12] + p.x * v_tile[at + 12u] + p.y * v_tile[a1 + 12u] + p.z * v_tile[a2 + 12u] + p.w * v_tile[a3 + 12u];
+  (*o_reg)[13] = alpha * (*o_reg)[13] + p.x * v_tile[at + 13u] + p.y * v_tile[a1 + 13u] + p.z * v_tile[a2 + 13u] + p.w * v_tile[a3 + 13u];
+  (*o_reg)[14] = alpha * (*o_reg)[14] + p.x * v_tile[at + 14u] + p.y * v_tile[a1 + 14u] + p.z * v_tile[a2 + 14u] + p.w * v_tile[a3 + 14u];
+  (*o_reg)[15] = alpha * (*o_reg)[15] + p.x * v_tile[at + 15u] + p.y * v_tile[a1 + 15u] + p.z * v_tile[a2 + 15u] + p.w * v_tile[a3 + 15u];
+}
+
+
+// May query `qi` of batch entry `b` attend key `kj`?
+fn allowed(b: u32, qi: u32, kj: u32) -> bool {
+  if (params.causal != 0u && kj > qi) {
+    return false;
+  }
+  if (params.has_mask != 0u) {
+    let bit = b * params.mask_batch_stride + qi * params.mask_row_stride + kj;
+    return ((mask_bits[bit / 32u] >> (bit % 32u)) & 1u) != 0u;
+  }
+  return true;
+}
