@@ -36,7 +36,7 @@ export function showAfterPass(step, passed, getCode) {
 const INPUT_KEYS = [["shapes", "input shapes"], ["expected", "expected"], ["got", "got"],
                     ["tolerance", "tolerance"], ["max_abs_err", "max |Δ|"], ["where", "at index"]];
 
-function inputsOf(check) {
+function inputsOf(check, gradeSeed) {
   const rows = [];
   for (const [key, label] of INPUT_KEYS) {
     const value = check[key];
@@ -46,18 +46,18 @@ function inputsOf(check) {
       : Array.isArray(value) ? `[${value.join(", ")}]` : String(value)]);
   }
   const seed = /\bseed(?:ed with|[ =:]+)\s*(\d+)/i.exec(check.message || "");
-  if (seed) rows.unshift(["seed", seed[1]]);
+  if (seed || gradeSeed !== undefined) rows.unshift(["seed", seed ? seed[1] : String(gradeSeed)]);
   return rows;
 }
 
 /* Draws one check's rerun in the panel. */
-export function showRerun(check, elapsedMs) {
+export function showRerun(check, elapsedMs, seed) {
   const panel = $("rerun");
   panel.hidden = false;
   panel.dataset.check = check.id;
   panel.dataset.status = check.status;
   const dl = el("dl", {class: "details", "data-testid": "rerun-inputs"});
-  for (const [label, value] of inputsOf(check)) dl.append(el("dt", {text: label}), el("dd", {text: value}));
+  for (const [label, value] of inputsOf(check, seed)) dl.append(el("dt", {text: label}), el("dd", {text: value}));
   panel.replaceChildren(
     el("h4", {}, "Rerun: ", el("strong", {text: check.title})),
     el("p", {}, el("span", {class: `badge status-${check.status}`, text: check.status}), " ",

@@ -391,7 +391,7 @@ async function rerunCheck(checkId, button) {
   try {
     const out = await grade(runtime, {exercise: ex.id, step: step.id, code: state.editor.getValue()});
     const check = out.checks.find((c) => c.id === checkId);
-    if (check) showRerun(check, performance.now() - started);
+    if (check) showRerun(check, performance.now() - started, out.seed);
   } catch (error) {
     showRerun({id: checkId, title: checkId, status: "error", message: `could not run: ${error.message}`},
               performance.now() - started);
