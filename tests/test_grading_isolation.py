@@ -207,3 +207,44 @@ def test_reaching_past_the_snapshot_is_reported(reach):
     its worker; honest code reports nothing."""
     result = lab.grade("online-softmax", "predict", reach + "standard = 1.2e6\nflash = 3e5\n")
     assert any(r.startswith("audited: ") for r in result["restored"]), result["restored"]
+
+
+# -- the library's originals are out of the learner's reach (review of the graders, defects 1, 2, 5)
+
+ORIGINALS_THROUGH = {
+    "the guards' closures": """
+        import sys, types
+        for name, module in list(sys.modules.items()):
+            if name.startswith("nlpcore.kernels"):
+                for attr, f in list(vars(module).items()):
+                    for cell in getattr(f, "__closure__", None) or ():
+                        if isinstance(cell.cell_contents, types.FunctionType):
+                            setattr(module, attr, cell.cell_contents)
+    """,
+    "the grader's snapshot": """
+        import sys
+        snap = sys.modules["nlpcore.lab.session"]._grader.snapshot
+        for ns, saved, volatile in snap.namespaces:
+            if str(saved.get("__name__", "")).startswith("nlpcore.kernels"):
+                ns.update(saved)
+    """,
+    "the guards' code": """
+        import types
+        from nlpcore.kernels import flash_np
+        for c in flash_np.forward.__code__.co_consts:
+            if isinstance(c, tuple) and c and isinstance(c[0], types.FunctionType):
+                flash_np.forward = c[0]
+    """,
+}
+
+
+@pytest.mark.parametrize("way", sorted(ORIGINALS_THROUGH))
+def test_the_originals_of_refused_kernels_are_out_of_reach(way):
+    code = textwrap.dedent(ORIGINALS_THROUGH[way]) + (
+        "def attention(q, k, v, block_q, block_k, causal=False):\n"
+        "    from nlpcore.kernels import flash_np\n"
+        "    return flash_np.forward(q, k, v, causal=causal, block_q=block_q, block_k=block_k)\n")
+    result = lab.grade("online-softmax", "compose", code)
+    assert not result["passed"]
+    assert all(c["status"] != "pass" for c in result["checks"]), result["checks"]
+

@@ -17,13 +17,16 @@ module's source or bytecode (``importlib.reload``, ``spec_from_file_location``,
 ``inspect.getsource``, ``open``) raises RefusedCall (a PEP 578 audit hook), and the source
 lines ``linecache`` kept of them are dropped first.
 
-What this cannot stop: the learner's code runs in the same interpreter as the guards, so the
-original functions stay reachable by introspection (a guard's ``__closure__``, the snapshot, a
-grader module's saved reference); an original that calls one of its module's guarded helpers
-is refused all the same (the learner's frame is on the stack), one that calls none is not. Python 3.8 (the page) reports reading ``__closure__``,
-``__globals__`` and ``__code__`` to the audit hook, and the grade then fails as tampered; 3.11
-reports only ``__code__``. Verdicts are never reachable this way: they are computed in an
-interpreter that never ran learner code (:mod:`nlpcore.lab.session`).
+Where the originals are kept: nowhere learner code reaches without an introspection that is
+noticed. A guard holds its original as a constant of its own code object (not in a closure cell
+or a global), the grade's snapshot is emptied of the refused modules' originals while learner
+code runs (:meth:`nlpcore.lab.sandbox.Snapshot.hide`), and functions a refused module imported
+from another refused module are guarded too. Reaching a code object of nlpcore (a function's
+``__code__``, a frame's ``f_code``) or the frame of an nlpcore generator from learner code is
+reported by the audit hook (:attr:`Refusal.introspected`) and the grade then fails; so is any
+change to a refused module's namespace (:meth:`Refusal.changes`). Verdicts are never reachable
+this way: they are computed in an interpreter that never ran learner code
+(:mod:`nlpcore.lab.session`).
 """
 from __future__ import annotations
 
@@ -59,6 +62,9 @@ class Refusal:
         self.grader_files = frozenset(grader_files)
         self.files: set = set()         # source and bytecode files of the refused modules
         self.modules: List[str] = []
+        self.original_ids: set = set()  # id() of every original replaced by a guard (ints only)
+        self.installed: dict = {}       # module name -> its namespace right after install
+        self.introspected: List[str] = []   # code/frame introspection by learner code (audit)
 
     @contextlib.contextmanager
     def learner_running(self):
@@ -78,6 +84,7 @@ class _Registry:
     def __init__(self):
         self.active: List[Refusal] = []
         self.hooked = False
+        self.in_hook = False
 
 
 _registry = _Registry()
@@ -90,20 +97,42 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
     hook()
     if refusal not in _registry.active:
         _registry.active.append(refusal)
+    loaded = []
     for name in modules:
         try:
             module = importlib.import_module(name)
         except ImportError:
             continue
         refusal.modules.append(name)
+        loaded.append((name, module))
         source = os.path.abspath(getattr(module, "__file__", "") or "")
         if source:
             refusal.files.update(_files_of(source))
             for path in list(refusal.files):
                 linecache.cache.pop(path, None)
+    guards = {}                             # id(original) -> its guard, for this call
+    for name, module in loaded:
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == name:
-                setattr(module, attr, _guard(value, "%s.%s" % (name, attr), refusal, strict))
+                guards[id(value)] = _guard(value, "%s.%s" % (name, attr), refusal, strict)
+    for name, module in loaded:             # the module's own functions, and the originals it
+        for attr, value in list(vars(module).items()):  # imported from another refused module
+            if isinstance(value, types.FunctionType) and id(value) in guards:
+                setattr(module, attr, guards[id(value)])
+    refusal.original_ids.update(guards)
+    for name, module in loaded:
+        refusal.installed[name] = dict(vars(module))
+
+
+def changes(refusal: Refusal) -> List[str]:
+    """The refused modules whose namespace lost or rebound a name since :func:`install` (a
+    guard replaced, an original put back): "module <name>" each, as the snapshot says it."""
+    out = []
+    for name, after in refusal.installed.items():
+        now = vars(sys.modules[name]) if name in sys.modules else {}
+        if any(key not in now or now[key] is not value for key, value in after.items()):
+            out.append("module " + name)
+    return out
 
 
 def forget(refusal: Refusal) -> None:
@@ -144,7 +173,13 @@ def message(names: Sequence[str]) -> str:
             % (", ".join(names), "s" if len(names) > 1 else ""))
 
 
+_ORIGINAL = "\0nlpcore.refusal: the original function"   # stands for it in _guard's code
+_ORIGINAL_AT = 0                                            # where, in the constant it sits in
+
+
 def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
+    """The guard of ``fn``: the original sits in the guard's code constants, where only an
+    audited introspection (``__code__``, ``f_code``) reaches it, never in a closure cell."""
     home = os.path.abspath(fn.__code__.co_filename)     # the refused module's own file
 
     def refused(*args, **kwargs):
@@ -158,14 +193,22 @@ def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
             allowed = (_in_package(where) and not refusal.calls_in_flight   # learner (at load
                        and not _learner_called(refusal, caller))         # time: the web door)
         if allowed:
-            return fn(*args, **kwargs)
+            # the original: replaced into this constant below (indexed by a name, so that the
+            # compiler neither folds the item nor warns that a str is called)
+            return ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT](*args, **kwargs)
         refusal.refused.append(qualified)
         raise RefusedCall("%s is refused while this step is graded: the step asks you to "
                           "write this computation yourself" % qualified)
-    refused.__name__ = fn.__name__
-    refused.__qualname__ = fn.__qualname__
-    refused.__doc__ = fn.__doc__
-    return refused
+    code = refused.__code__
+    consts = tuple((fn, None) if isinstance(c, tuple) and c == (_ORIGINAL, None) else c
+                   for c in code.co_consts)
+    if consts == code.co_consts:
+        raise AssertionError("the guard's placeholder for the original was not found")
+    guard = types.FunctionType(code.replace(co_consts=consts), refused.__globals__,
+                               fn.__name__, None, refused.__closure__)
+    guard.__qualname__ = fn.__qualname__
+    guard.__doc__ = fn.__doc__
+    return guard
 
 
 def _in_package(filename: str) -> bool:
@@ -207,7 +250,16 @@ def hook() -> None:
 
 
 def _audit_open(event, args):
-    if event != "open" or not _registry.active or not isinstance(args[0], str):
+    if not _registry.active or _registry.in_hook:
+        return
+    if event == "object.__getattr__":
+        _registry.in_hook = True            # reading attributes here raises events of its own
+        try:
+            _audit_introspection(args)
+        finally:
+            _registry.in_hook = False
+        return
+    if event != "open" or not isinstance(args[0], str):
         return
     path = os.path.abspath(args[0])
     for refusal in _registry.active:
@@ -215,3 +267,31 @@ def _audit_open(event, args):
             refusal.refused.append("the file " + os.path.basename(path))
             raise RefusedCall("reading %s is refused while this step is graded: the step asks "
                               "you to write this computation yourself" % os.path.basename(path))
+
+
+_FRAMES_OF = {"gi_frame": "gi_code", "cr_frame": "cr_code", "ag_frame": "ag_code"}
+
+
+def _audit_introspection(args):
+    """Note learner code reaching a code object of nlpcore (where the guards keep the originals
+    and from which a function can be rebuilt) or the frame of an nlpcore generator (the grade's
+    own state): ``__code__``, ``f_code`` and ``gi_frame``/``cr_frame``/``ag_frame``."""
+    target, attr = args[0], args[1]
+    if attr == "__code__":
+        code = getattr(target, "__code__", None)
+    elif attr == "f_code":
+        code = target.f_code
+    elif attr in _FRAMES_OF:
+        code = getattr(target, _FRAMES_OF[attr], None)
+    else:
+        return
+    if code is None or not _in_package(code.co_filename):
+        return
+    frame = sys._getframe(2)                # the code that asked (1 is _audit_open)
+    if frame is None or _in_package(frame.f_code.co_filename):
+        return                              # nlpcore's own (a guard reads its caller's code)
+    if attr == "f_code" and os.path.basename(frame.f_code.co_filename) == "traceback.py":
+        return                              # formatting a traceback reads every frame's code
+    for refusal in _registry.active:
+        if _learner_called(refusal, frame):
+            refusal.introspected.append("%s of %s" % (attr, os.path.basename(code.co_filename)))

@@ -125,6 +125,28 @@ class Snapshot:
                 _set(_namespace, key, value)
                 self.builtins_repaired = True
 
+    def hide(self, ids) -> tuple:
+        """Take out of the snapshot every record that holds one of the objects whose ``id()`` is
+        in ``ids`` (the originals of refused kernels, :mod:`nlpcore.refusal`), for as long as
+        learner code runs: it can read the snapshot. Returns them for :meth:`unhide`."""
+        def holds(values):
+            return any(id(v) in ids for v in values)
+        hidden = []
+        for name in ("namespaces", "functions", "classes", "containers", "instances"):
+            records = getattr(self, name)
+            keep, out = [], []
+            for record in records:
+                values = _record_values(name, record)
+                (out if holds(values) else keep).append(record)
+            records[:] = keep
+            hidden.append((name, out))
+        return tuple(hidden)
+
+    def unhide(self, hidden: tuple) -> None:
+        """Put back what :meth:`hide` took out (before :meth:`restore`)."""
+        for name, records in hidden:
+            getattr(self, name).extend(records)
+
     # -- recording -----------------------------------------------------------------------------
 
     def _record_function(self, fn, seen):
@@ -243,6 +265,18 @@ class Snapshot:
                 _try(np.copyto, array, saved)
         _forget_new_modules(self.modules, changed)
         return changed
+
+
+def _record_values(kind: str, record: tuple) -> list:
+    """The objects a snapshot record of ``kind`` keeps alive (for :meth:`Snapshot.hide`)."""
+    if kind == "namespaces":
+        return list(record[1].values())
+    if kind == "functions":
+        return [record[0]] + list(record[6])
+    saved = record[1]
+    if isinstance(saved, dict):
+        return [record[0]] + list(saved.values())
+    return [record[0]] + list(saved)
 
 
 class _Empty:

@@ -220,18 +220,23 @@ def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
     entry = sandbox.process_state()         # the host's streams and filters, as the grade began
     session = _Session()
     _grader.active.append(session)
+    hidden = ()
     try:
         with contextlib.redirect_stdout(session.stdout), contextlib.redirect_stderr(session.stderr):
             with quiet():
                 refusal.install(refuse, session.refusal)
                 refusal.install(own, session.refusal, strict=False)
+                hidden = snap.hide(session.refusal.original_ids)  # the originals, out of reach
                 yield session
     finally:
         refusal.forget(session.refusal)
         _grader.active.remove(session)
+        tampered = refusal.changes(session.refusal)     # a guard replaced, an original put back
+        snap.unhide(hidden)
         session.restored = [c for c in snap.restore(entry)
-                            if not _is_refusal_guard(c, tuple(refuse) + tuple(own))]
-        session.restored += ["audited: " + e for e in sorted(set(session.audited))]
+                            if not _is_refusal_guard(c, tuple(refuse) + tuple(own))] + tampered
+        session.restored += ["audited: " + e for e in sorted(set(
+            session.audited + session.refusal.introspected))]
 
 
 @contextlib.contextmanager
