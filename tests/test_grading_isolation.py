@@ -248,3 +248,18 @@ def test_the_originals_of_refused_kernels_are_out_of_reach(way):
     assert not result["passed"]
     assert all(c["status"] != "pass" for c in result["checks"]), result["checks"]
 
+
+def test_a_refused_file_read_through_a_link_is_refused(tmp_path):
+    from nlpcore.kernels import reference
+    link = tmp_path / "ref.py"
+    link.symlink_to(reference.__file__)
+    code = ("import types\n"
+            "src = open(%r).read()\n"
+            "mod = types.ModuleType('mine')\n"
+            "mod.__dict__['__name__'] = 'mine'\n"
+            "exec(compile(src.replace('from .', 'from nlpcore.kernels.'), 'mine.py', 'exec'), mod.__dict__)\n"
+            "def attention(q, k, v, block_q, block_k, causal=False):\n"
+            "    return mod.forward(q, k, v, causal=causal)\n" % str(link))
+    result = lab.grade("online-softmax", "compose", code)
+    assert all(c["status"] != "pass" for c in result["checks"]), result["checks"]
+    assert "reference.py" in result["checks"][0]["message"]

@@ -105,8 +105,9 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
             continue
         refusal.modules.append(name)
         loaded.append((name, module))
-        source = os.path.abspath(getattr(module, "__file__", "") or "")
+        source = getattr(module, "__file__", "") or ""
         if source:
+            source = os.path.realpath(source)   # compared with the real path of each open
             refusal.files.update(_files_of(source))
             for path in list(refusal.files):
                 linecache.cache.pop(path, None)
@@ -261,7 +262,7 @@ def _audit_open(event, args):
         return
     if event != "open" or not isinstance(args[0], str):
         return
-    path = os.path.abspath(args[0])
+    path = os.path.realpath(args[0])        # a link to a refused file is that file
     for refusal in _registry.active:
         if path in refusal.files and _learner_called(refusal, sys._getframe(1)):
             refusal.refused.append("the file " + os.path.basename(path))
