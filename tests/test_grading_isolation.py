@@ -263,3 +263,49 @@ def test_a_refused_file_read_through_a_link_is_refused(tmp_path):
     result = lab.grade("online-softmax", "compose", code)
     assert all(c["status"] != "pass" for c in result["checks"]), result["checks"]
     assert "reference.py" in result["checks"][0]["message"]
+
+
+# -- the tiled check's memory reading cannot be reset or patched (review defects 3, 4)
+
+FULL_SCORES = """
+import numpy as np, tracemalloc
+def attention(q, k, v, block_q, block_k, causal=False):
+    n_q, d = q.shape
+    n_k = k.shape[0]
+    s = q @ k.T / np.sqrt(d)
+    if causal:
+        s = np.where(np.arange(n_k)[None, :] <= np.arange(n_q)[:, None], s, -np.inf)
+    m = s.max(1)
+    p = np.exp(s - m[:, None])
+    l = p.sum(1)
+    o, lse = p @ v / l[:, None], m + np.log(l)
+    del s, p
+    HIDE
+    return o, lse
+"""
+
+HIDE_THE_PEAK = {
+    "reset_peak": "tracemalloc.reset_peak()",
+    "reset_peak of _tracemalloc": "import _tracemalloc; _tracemalloc.reset_peak()",
+    "clear_traces": "tracemalloc.clear_traces()",
+    "a fresh _tracemalloc": ("import sys; sys.modules.pop('_tracemalloc', None); "
+                             "import _tracemalloc; _tracemalloc.reset_peak()"),
+    "a self-undoing patch": (
+        "_orig = tracemalloc.get_traced_memory\n"
+        "    def _fake():\n"
+        "        tracemalloc.get_traced_memory = _orig\n"
+        "        return _orig()[0], _orig()[0]\n"
+        "    tracemalloc.get_traced_memory = _fake"),
+}
+
+
+@pytest.mark.parametrize("way", sorted(HIDE_THE_PEAK))
+def test_the_tiled_check_cannot_be_fooled_about_memory(way):
+    import tracemalloc
+    if "reset_peak" in HIDE_THE_PEAK[way] and not hasattr(tracemalloc, "reset_peak"):
+        pytest.skip("tracemalloc.reset_peak is new in Python 3.9")
+    result = lab.grade("online-softmax", "compose", FULL_SCORES.replace("HIDE", HIDE_THE_PEAK[way]))
+    tiled = next(c for c in result["checks"] if c["id"] == "tiled")
+    assert not result["passed"] and tiled["status"] != "pass", tiled
+    assert lab.grade("online-softmax", "compose",
+                     lab.exercise("online-softmax").step("compose").solution)["passed"]

@@ -175,7 +175,22 @@ def message(names: Sequence[str]) -> str:
 
 
 _ORIGINAL = "\0nlpcore.refusal: the original function"   # stands for it in _guard's code
-_ORIGINAL_AT = 0                                            # where, in the constant it sits in
+_ORIGINAL_AT = 0    # where a sealed object sits in its constant (see seal)
+
+
+def seal(fn, placeholder: str, obj):
+    """A copy of ``fn`` whose code constant ``(placeholder, None)`` is ``(obj, None)``: ``fn``
+    reads ``obj`` as ``(placeholder, None)[_ORIGINAL_AT]`` (indexed by a name, so that the
+    compiler neither folds the item nor warns that a str is called). Kept there, ``obj`` is out
+    of reach of learner code but through ``__code__`` or a frame's ``f_code`` (reported, see
+    :func:`_audit_introspection`) -- not a closure cell, a default or a global."""
+    code = fn.__code__
+    consts = tuple((obj, None) if isinstance(c, tuple) and c == (placeholder, None) else c
+                   for c in code.co_consts)
+    if consts == code.co_consts:
+        raise AssertionError("%s has no constant (%r, None) to seal" % (fn.__name__, placeholder))
+    return types.FunctionType(code.replace(co_consts=consts), fn.__globals__, fn.__name__,
+                              fn.__defaults__, fn.__closure__)
 
 
 def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
@@ -194,19 +209,13 @@ def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
             allowed = (_in_package(where) and not refusal.calls_in_flight   # learner (at load
                        and not _learner_called(refusal, caller))         # time: the web door)
         if allowed:
-            # the original: replaced into this constant below (indexed by a name, so that the
-            # compiler neither folds the item nor warns that a str is called)
+            # the original, sealed into this constant below (seal)
             return ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT](*args, **kwargs)
         refusal.refused.append(qualified)
         raise RefusedCall("%s is refused while this step is graded: the step asks you to "
                           "write this computation yourself" % qualified)
-    code = refused.__code__
-    consts = tuple((fn, None) if isinstance(c, tuple) and c == (_ORIGINAL, None) else c
-                   for c in code.co_consts)
-    if consts == code.co_consts:
-        raise AssertionError("the guard's placeholder for the original was not found")
-    guard = types.FunctionType(code.replace(co_consts=consts), refused.__globals__,
-                               fn.__name__, None, refused.__closure__)
+    guard = seal(refused, _ORIGINAL, fn)
+    guard.__name__ = fn.__name__
     guard.__qualname__ = fn.__qualname__
     guard.__doc__ = fn.__doc__
     return guard
@@ -260,6 +269,16 @@ def _audit_open(event, args):
         finally:
             _registry.in_hook = False
         return
+    if event == "import" and args[0] in _FRESH_COPIES_OF:
+        _registry.in_hook = True            # a second copy of a module the grader watches
+        try:
+            frame = sys._getframe(1)
+            for refusal in _registry.active:
+                if _learner_called(refusal, frame):
+                    refusal.introspected.append("import of a fresh " + args[0])
+        finally:
+            _registry.in_hook = False
+        return
     if event != "open" or not isinstance(args[0], str):
         return
     path = os.path.realpath(args[0])        # a link to a refused file is that file
@@ -270,6 +289,7 @@ def _audit_open(event, args):
                               "you to write this computation yourself" % os.path.basename(path))
 
 
+_FRESH_COPIES_OF = ("_tracemalloc",)   # its functions are watched (judging.peak_memory)
 _FRAMES_OF = {"gi_frame": "gi_code", "cr_frame": "cr_code", "ag_frame": "ag_code"}
 
 

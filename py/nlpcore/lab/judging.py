@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import tolerances
+from .. import refusal, tolerances
 from . import model
 from .model import CheckFailed
 from .session import call_learner, repair_builtins
@@ -33,27 +33,85 @@ __all__ = ["TOLERANCES", "CheckFailed", "NotAnArray", "call_learner", "peak_memo
 TOLERANCES = tolerances.GRADER
 
 
-def peak_memory(fn, *args, **kwargs):
-    """(fn(*args, **kwargs), peak bytes allocated during the call), measured with tracemalloc
-    (NumPy reports its array buffers to it, in CPython and in Pyodide). CheckFailed if the call
-    stops tracemalloc, which would hide what it allocates."""
-    outer = tracemalloc.is_tracing()
+class _Tracemalloc:
+    """tracemalloc's C functions as they were when the grader was imported, and the calls that
+    would hide a peak (``reset_peak``, ``clear_traces``, ``stop``, ``start``) made while
+    :func:`peak_memory` measures. Sealed into the code of the functions that use it
+    (:func:`nlpcore.refusal.seal`), out of reach of learner code."""
+    sandbox_skip = True
+
+    def __init__(self):
+        import _tracemalloc
+        self.c = {name: getattr(_tracemalloc, name) for name in dir(_tracemalloc)
+                  if not name.startswith("__")}
+        self.measuring = 0
+        self.hiding: list = []          # names of the calls made while measuring
+
+
+_TM = "\0nlpcore.lab.judging: tracemalloc"     # stands for the _Tracemalloc in sealed code
+_AT = 0
+
+
+def _watched(name: str, state: _Tracemalloc):
+    def call(*args, **kwargs):
+        state = ("\0nlpcore.lab.judging: tracemalloc", None)[_AT]
+        if state.measuring:
+            state.hiding.append(name)
+            return None                         # not done: the measurement stays whole
+        return state.c[name](*args, **kwargs)
+    call = refusal.seal(call, _TM, state)
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _sealed_peak_memory():
+    """:func:`peak_memory`, and watchers in place of the functions that would hide a peak, in
+    ``tracemalloc`` and ``_tracemalloc`` (once, when the grader is imported: before any learner
+    code, so the grade's snapshot keeps them). Their state is sealed into their code, never a
+    global. A fresh copy of ``_tracemalloc`` imported by learner code is reported by
+    :mod:`nlpcore.refusal`'s audit hook."""
+    import _tracemalloc
+    state = _Tracemalloc()
+    for name in ("reset_peak", "clear_traces", "stop", "start"):
+        if name in state.c:
+            watcher = _watched(name, state)
+            for module in (tracemalloc, _tracemalloc):
+                setattr(module, name, watcher)
+    measure = refusal.seal(_peak_memory, _TM, state)
+    measure.__name__ = measure.__qualname__ = "peak_memory"
+    return measure
+
+
+def _peak_memory(fn, *args, **kwargs):
+    # tracemalloc's own functions (sealed: learner code can neither patch nor reset them)
+    outer = ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].c["is_tracing"]()
     if outer:
-        tracemalloc.stop()
-    tracemalloc.start()
+        ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].c["stop"]()
+    ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].c["start"]()
+    ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].measuring += 1
     try:
-        base = tracemalloc.get_traced_memory()[0]
+        base = ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].c["get_traced_memory"]()[0]
         out = fn(*args, **kwargs)
-        if not tracemalloc.is_tracing():
-            raise CheckFailed("your code stopped tracemalloc, which measures the memory it uses",
-                              expected="tracemalloc left running", got="stopped")
-        peak = tracemalloc.get_traced_memory()[1] - base
+        peak = ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].c["get_traced_memory"]()[1] - base
+        hiding = list(("\0nlpcore.lab.judging: tracemalloc", None)[_AT].hiding)
+        if hiding or not ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].c["is_tracing"]():
+            raise CheckFailed("your code called tracemalloc.%s, which would hide the memory it "
+                              "uses from the measurement" % (hiding or ["stop"])[0],
+                              expected="tracemalloc left alone", got=", ".join(hiding) or "stopped")
     finally:
-        tracemalloc.stop()
+        ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].measuring -= 1
+        del ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].hiding[:]
+        ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].c["stop"]()
         if outer:
-            tracemalloc.start()
+            ("\0nlpcore.lab.judging: tracemalloc", None)[_AT].c["start"]()
     return out, peak
 
+
+peak_memory = _sealed_peak_memory()
+peak_memory.__doc__ = """(fn(*args, **kwargs), peak bytes allocated during the call), measured
+    with tracemalloc (NumPy reports its array buffers to it, in CPython and in Pyodide), read
+    through tracemalloc's C functions kept where learner code cannot patch them. CheckFailed if
+    the call stops, restarts, clears or resets tracemalloc, which would hide what it allocates."""
 
 
 def plain_array(got):
