@@ -255,3 +255,14 @@ def test_predict_cannot_be_answered_through_the_web_door_at_load_time():
     result = lab.grade("online-softmax", "predict", code)
     assert not result["passed"]
     assert all("refused" in c["message"] for c in result["checks"]), result["checks"]
+
+
+def test_a_wrong_prediction_is_told_its_direction_not_the_answer():
+    """A wrong guess is placed (too high or too low, by a range of factors); the true count,
+    which a second try would copy, is not in the message (review of the graders, defect 6)."""
+    want = module("online-softmax", "predict_checks").measured_flash()
+    result = lab.grade("online-softmax", "predict", "standard = 1.2e6\nflash = %d\n" % (want * 0.6))
+    flash = check(result, "flash")
+    assert flash["status"] == "fail" and "too low" in flash["message"]
+    assert "between 1.5 and 2" in flash["message"]
+    assert str(want) not in str(flash) and ("%.6g" % want) not in str(flash)

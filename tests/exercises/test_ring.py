@@ -129,6 +129,8 @@ def test_predict_with_p_minus_one_sends_passes_and_p_sends_fails_saying_so():
     assert statuses(ok)["bytes"] == "pass"
     wrong = lab.grade("ring", "predict", "bytes_sent = 4 * 128 * 128 * 4\npeak_elements = 98560\n")
     assert "P − 1" in check(wrong, "bytes")["message"]
+    assert "196608" not in check(wrong, "bytes")["message"]         # the rule, not the answer
+    assert "too high" in check(wrong, "bytes")["message"]
 
 
 # -- attend holds only what the learner may see -----------------------------------------------

@@ -25,7 +25,7 @@ from .wire import NotAnArray
 
 __all__ = ["TOLERANCES", "CheckFailed", "NotAnArray", "call_learner", "peak_memory", "plain_array",
            "plain_tuple", "shapes_of", "expect_array", "assert_close", "flash_bar", "expect_number",
-           "relative_close", "rng", "IO_COPIES", "TILE_BUFFERS", "tiled_budget", "assert_tiled"]
+           "relative_close", "prediction_close", "rng", "IO_COPIES", "TILE_BUFFERS", "tiled_budget", "assert_tiled"]
 
 # Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
 # |got - want| <= atol + rtol · |want| at each entry. float16 checks use the low-precision bar
@@ -268,6 +268,35 @@ def relative_close(name: str, got: float, want: float, rtol: float, *, what: str
                           tolerance="relative error <= %g%%" % (100 * rtol),
                           max_abs_err=abs(got - want))
     return text
+
+
+PREDICTION_FACTORS = (1.5, 2.0, 4.0, 10.0)    # the ranges a wrong prediction is placed in
+
+
+def prediction_close(name: str, got: float, want: float, rtol: float, *, what: str = "",
+                     hint: str = "") -> str:
+    """A Predict step's check: fail unless |got - want| <= rtol·|want|. The failure says whether
+    the prediction is too high or too low and by how much, as a range of factors
+    (PREDICTION_FACTORS), never the true number -- a wrong guess must not hand over the
+    answer; ``hint`` (a rule, not a number) is added to it. The message of a pass states both
+    numbers."""
+    got = expect_number(name, got)
+    if abs(got - want) <= rtol * abs(want):
+        return relative_close(name, got, want, rtol, what=what)
+    side = "too high" if got > want else "too low"
+    factor = (got / want if got > want else want / got) if got > 0 and want > 0 else math.inf
+    low = 1.0 + rtol
+    for high in PREDICTION_FACTORS + (math.inf,):
+        if factor <= high:
+            break
+        low = high
+    span = ("by a factor of more than %g" % low if math.isinf(high)
+            else "by a factor between %g and %g" % (low, high))
+    raise CheckFailed("%s = %.6g is %s, %s (a prediction passes within %g%% of the true "
+                      "value): recount the terms rather than adjusting the number%s"
+                      % (name, got, side, span, 100 * rtol, ("; " + hint) if hint else ""),
+                      expected="within %g%% of the true value" % (100 * rtol),
+                      got="%.6g (%s, %s)" % (got, side, span))
 
 
 def rng(case: int):

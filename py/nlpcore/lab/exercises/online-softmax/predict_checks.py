@@ -10,7 +10,7 @@ import numpy as np
 
 from nlpcore import hardware
 from nlpcore.kernels import io_model
-from nlpcore.lab.judging import expect_number, relative_close
+from nlpcore.lab.judging import expect_number, prediction_close
 from nlpcore.lab.model import CheckFailed
 
 
@@ -78,12 +78,12 @@ def check_recorded(collected):
 
 def check_standard(collected):
     want = io_model.standard_accesses(PREDICT_N, PREDICT_N, PREDICT_D)
-    return relative_close("standard", _number(collected, "standard"), want, PREDICT_RTOL,
+    return prediction_close("standard", _number(collected, "standard"), want, PREDICT_RTOL,
                           what="io_model.standard_accesses counts")
 
 
 def check_flash(collected):
     want = measured_flash()
     br, bc = io_model.block_sizes(PREDICT_M, PREDICT_D)
-    return relative_close("flash", _number(collected, "flash"), want, PREDICT_RTOL,
+    return prediction_close("flash", _number(collected, "flash"), want, PREDICT_RTOL,
                           what="IOCounter measured (Br=%d, Bc=%d)" % (br, bc))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from nlpcore.kernels import ring
-from nlpcore.lab.judging import expect_number, relative_close
+from nlpcore.lab.judging import expect_number, prediction_close
 from nlpcore.lab.model import CheckFailed
 
 PREDICT_N, PREDICT_D, PREDICT_P, PREDICT_BYTES = 512, 64, 4, 4
@@ -65,14 +65,16 @@ def judge_recorded(collected):
 
 def judge_bytes(collected):
     m = measured_ring()
-    return relative_close("bytes_sent", _number(collected, "bytes_sent"), m["bytes_sent"],
+    return prediction_close("bytes_sent", _number(collected, "bytes_sent"), m["bytes_sent"],
                           PREDICT_RTOL, what="the simulator's %d send events (P − 1: none after "
-                          "the last step) add up to" % m["sends"]) + \
+                          "the last step) add up to" % m["sends"],
+                          hint="the simulator sends after every step but the last (P − 1 "
+                          "sends)") + \
         " (every device sends the same: %s)" % ", ".join(str(s) for s in m["sent"])
 
 
 def judge_memory(collected):
     m = measured_ring()
-    text = relative_close("peak_elements", _number(collected, "peak_elements"), m["peak_elements"],
+    text = prediction_close("peak_elements", _number(collected, "peak_elements"), m["peak_elements"],
                           PREDICT_RTOL, what="the simulator's largest resident count is")
     return text + "; one device holding Q, K, V, O and (m, l) whole would need %d" % m["one_device_elements"]
