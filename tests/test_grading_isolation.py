@@ -309,3 +309,34 @@ def test_the_tiled_check_cannot_be_fooled_about_memory(way):
     assert not result["passed"] and tiled["status"] != "pass", tiled
     assert lab.grade("online-softmax", "compose",
                      lab.exercise("online-softmax").step("compose").solution)["passed"]
+
+
+# -- a grade ends for the reason it ended (review defects 7, 8)
+
+def _solution_with(prefix: str) -> str:
+    return prefix + lab.exercise("online-softmax").step("compose").solution
+
+
+def test_a_grandchild_holding_the_pipes_does_not_hold_the_grade():
+    import time
+    start = time.monotonic()
+    result = lab.grade("online-softmax", "compose", _solution_with(
+        "import os, time\nif os.fork() == 0:\n    time.sleep(120)\n    os._exit(0)\n"))
+    assert result["passed"], result["checks"]
+    assert time.monotonic() - start < 20
+
+
+def test_deep_recursion_is_reported_as_such():
+    result = lab.grade("online-softmax", "compose", _solution_with(
+        "import sys\nsys.setrecursionlimit(10 ** 6)\ndef f(n):\n    return f(n + 1) + 1\nf(0)\n"))
+    message = result["checks"][0]["message"]
+    assert not result["passed"] and "time limit" not in message
+    assert "recursion" in message, message
+
+
+def test_allocating_past_the_memory_limit_fails_naming_it():
+    result = lab.grade("online-softmax", "compose", _solution_with(
+        "import numpy as np\n_hog = [np.empty(1 << 28) for _ in range(64)]\n"))
+    message = result["checks"][0]["message"]
+    assert not result["passed"] and "MemoryError" in message and "GiB" in message, message
+    assert "time limit" not in message

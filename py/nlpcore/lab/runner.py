@@ -36,6 +36,8 @@ TIME_LIMIT_S = 30.0         # a grade's learner phase, wall clock (the page keep
 OUTPUT_BYTES = 1 << 16      # bytes written straight to the process's stdout/stderr that are kept
 RESULT_BYTES = 256 << 20    # largest phase-1 result accepted
 SLACK_S = 20.0              # how long past the time limit the judge waits for the zygote
+MEMORY_SHARE = 4            # the learner process may grow by 1/MEMORY_SHARE of the machine's RAM
+MEMORY_GROWTH_MAX = 2 << 30  # ... and by at most this many bytes
 
 _zygote: list = []          # the running zygote (a Popen), at most one
 
@@ -204,6 +206,7 @@ def _serve(request: dict, keep_closed) -> dict:
                 os.close(fd)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
+            _limit_memory()
             _learner(request, res_w)
         finally:
             os._exit(70)
@@ -220,6 +223,28 @@ def _serve(request: dict, keep_closed) -> dict:
             "stderr": base64.b64encode(streams[err_r][:OUTPUT_BYTES + 1]).decode("ascii"),
             "returncode": -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status),
             "timed_out": timed_out}
+
+
+def _limit_memory() -> None:
+    """Cap the learner process's address space (RLIMIT_AS) at what it has now plus a share of
+    the machine's memory: an allocation past it raises MemoryError in the learner's code, which
+    the grade reports naming the limit (session.MEMORY_LIMIT), instead of the machine swapping
+    until the time limit."""
+    try:
+        import resource
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/self/statm") as statm:
+            used = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (ImportError, OSError, ValueError):
+        return                              # no rlimits or no /proc here: no cap
+    growth = min(pages // MEMORY_SHARE, MEMORY_GROWTH_MAX)
+    limit = used + growth
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    from . import session
+    session._grader.memory_limit = growth
 
 
 def _learner(request: dict, fd: int) -> None:
@@ -256,6 +281,17 @@ def _reap(pid: int, deadline: Optional[float]):
         time.sleep(0.005)
 
 
+ENDED_GRACE_S = 0.2         # reading on after the learner process ended, for data in flight
+
+
+def _has_ended(pid: int) -> bool:
+    """Whether the learner process has ended, leaving it for :func:`_reap` to collect."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except (AttributeError, OSError):       # no waitid here: the pipes' end tells
+        return False
+
+
 def _kill(pid: int):
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -272,20 +308,25 @@ def _drain(fds, deadline: float, pid: int):
         for fd in fds:
             selector.register(fd, selectors.EVENT_READ)
         open_fds = set(fds)
+        ended = None                        # when the learner process was seen to end
         while open_fds:
             left = deadline - time.monotonic()
             if left <= 0:
-                timed_out = True
+                timed_out = ended is None   # only then was it the learner's code running
                 break
-            for key, _ in selector.select(timeout=min(left, 1.0)):
+            if ended is not None and time.monotonic() - ended > ENDED_GRACE_S:
+                break                       # what is left open is held by processes it forked
+            ready = selector.select(timeout=min(left, 0.05 if ended is not None else 0.5))
+            for key, _ in ready:
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
                     selector.unregister(key.fd)
                     open_fds.discard(key.fd)
                 elif len(streams[key.fd]) < limits[key.fd]:
                     streams[key.fd] += chunk
-    if timed_out:
-        _kill(pid)
+            if ended is None and not ready and _has_ended(pid):
+                ended = time.monotonic()
+    _kill(pid)                              # the process group: forked grandchildren too
     for fd in fds:
         os.close(fd)
     if len(streams[fds[2]]) >= RESULT_BYTES:

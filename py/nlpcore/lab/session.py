@@ -65,6 +65,7 @@ class _Grader:
         self.active: List[_Session] = []    # the session of the grade under way (at most one)
         self.auditing = False
         self.stale = False                  # set by library_changed(): retake the snapshot
+        self.memory_limit = None            # bytes the learner process may allocate (runner)
 
 
 _grader = _Grader()
@@ -179,17 +180,38 @@ def _note_error(err: BaseException):
         _grader.active[-1].record_error(err)
 
 
+TRACEBACK_FRAMES = 100     # innermost frames of a traceback read (deep recursion has a million)
+
+
 def _base_note(err: BaseException) -> str:
+    if isinstance(err, RecursionError):
+        return (" -- the recursion went too deep (Python's limit is %d calls): does a recursive "
+                "function of yours reach its base case?" % sys.getrecursionlimit())
+    if isinstance(err, MemoryError) and _grader.memory_limit:
+        return (" -- the process running your code may allocate %.1f GiB; a tiled kernel needs "
+                "far less" % (_grader.memory_limit / float(1 << 30)))
     if isinstance(err, Exception):
         return ""
     return (" -- %s is not an ordinary error: a submission must return its results, not exit "
             "or interrupt Python" % type(err).__name__)
 
 
+def _innermost(err: BaseException) -> list:
+    """The innermost TRACEBACK_FRAMES entries of ``err``'s traceback (FrameSummary each),
+    reading only those: a recursion a million calls deep must not cost the grade its time."""
+    entries, tb = [], err.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        if len(entries) > 2 * TRACEBACK_FRAMES:
+            del entries[:TRACEBACK_FRAMES]
+        tb = tb.tb_next
+    return [f for tb in entries[-TRACEBACK_FRAMES:] for f in traceback.extract_tb(tb, limit=1)]
+
+
 def _where(err: BaseException) -> str:
     """' (line N of your code)' for the innermost frame inside the learner's code."""
     line = None
-    for frame in traceback.extract_tb(err.__traceback__):
+    for frame in _innermost(err):
         if frame.filename == "<your code>":
             line = frame.lineno
     return "" if line is None else " (line %d of your code)" % line
@@ -197,7 +219,7 @@ def _where(err: BaseException) -> str:
 
 def _learner_traceback(err: BaseException) -> str:
     """The traceback of ``err`` through the learner's code only (grader frames left out)."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == "<your code>"]
+    frames = [f for f in _innermost(err) if f.filename == "<your code>"]
     lines = ["Traceback (most recent call last):\n"] if frames else []
     lines += traceback.format_list(frames)
     lines += traceback.format_exception_only(type(err), err)
