@@ -266,3 +266,19 @@ def test_a_wrong_prediction_is_told_its_direction_not_the_answer():
     assert flash["status"] == "fail" and "too low" in flash["message"]
     assert "between 1.5 and 2" in flash["message"]
     assert str(want) not in str(flash) and ("%.6g" % want) not in str(flash)
+
+
+def test_a_case_that_raises_fails_only_the_checks_it_belongs_to():
+    """The Compose checks share one collect; an exception in a causal case is the causal check's
+    failure, not every check's (review of the graders, defect 9)."""
+    code = lab.exercise("online-softmax").step("compose").solution + (
+        "\n\n_inner = attention\n\n\n"
+        "def attention(q, k, v, block_q, block_k, causal=False):\n"
+        "    if block_q == 1:\n"
+        "        raise ValueError('blocks of one row')\n"
+        "    return _inner(q, k, v, block_q, block_k, causal=causal)\n")
+    result = lab.grade("online-softmax", "compose", code)
+    assert check(result, "ragged")["status"] == "pass"
+    assert check(result, "large")["status"] == "pass"
+    causal = check(result, "causal")
+    assert causal["status"] == "fail" and "blocks of one row" in causal["message"]
