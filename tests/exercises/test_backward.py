@@ -147,3 +147,28 @@ def test_one_query_row_against_all_keys_fails_tiled(step):
     assert check(result, "tiled")["status"] == "fail"
     others = [c for c in result["checks"] if c["id"] != "tiled" and c["status"] != "pass"]
     assert not others, [(c["id"], c["message"][:200]) for c in others]
+
+
+# -- the judge names the likely mistake (review of the graders, defect 10) --------------------
+
+SLIPS = [
+    ("scratch", "reference", "    scale = 1.0 / np.sqrt(d)\n", "    scale = 1.0 / d\n", "1/d instead of 1/√d"),
+    ("scratch", "masks", "(np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None])",
+     "(np.arange(k0, k1)[None, :] < np.arange(q0, q1)[:, None])", "strict (j < i)"),
+    ("harden", "plain", "            l = alpha * l + p.sum(axis=1)\n",
+     "            l = l + p.sum(axis=1)\n", "ℓ is not rescaled"),
+    ("harden", "ragged", "    scale = acc_dtype.type(1.0 / np.sqrt(d))\n",
+     "    scale = acc_dtype.type(1.0 / d)\n", "1/d instead of 1/√d"),
+    ("harden", "causal-rect", "s = np.where(np.arange(k0, k1)[None, :] <= np.arange(q0, q1)[:, None]",
+     "s = np.where(np.arange(k0, k1)[None, :] < np.arange(q0, q1)[:, None]", "strict (j < i)"),
+]
+
+
+@pytest.mark.parametrize("step,check_id,old,new,slip", SLIPS, ids=[s[4] + " " + s[0] for s in SLIPS])
+def test_a_known_slip_is_named(step, check_id, old, new, slip):
+    solution = lab.exercise("backward").step(step).solution
+    assert old in solution
+    result = lab.grade("backward", step, solution.replace(old, new))
+    failed = check(result, check_id)
+    assert failed["status"] == "fail" and "known slip" in failed["message"], failed
+    assert slip in failed["message"], failed["message"]

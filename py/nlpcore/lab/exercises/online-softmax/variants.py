@@ -26,13 +26,15 @@ VARIANTS = (
 
 
 def tiled(q, k, v, block_q, block_k, causal, *, rescale_l=True, rescale_acc=True, scale=None,
-          strict=False, bottom_right=False, last_tile_lse=False):
-    """Tiled attention with the named slips switched on: o (Nq, dv), lse (Nq,)."""
+          strict=False, bottom_right=False, last_tile_lse=False, mask=None):
+    """Tiled attention with the named slips switched on: o (Nq, dv), lse (Nq,). ``mask``
+    (broadcastable to (Nq, Nk), True = may attend) as the kernels'."""
     n_q, d = q.shape
     n_k, dv = v.shape
     factor = {None: 1.0 / np.sqrt(d), "1/d": 1.0 / d, "1": 1.0}[scale]
     o, lse = np.zeros((n_q, dv)), np.full(n_q, -np.inf)
     offset = (n_k - n_q) if bottom_right else 0
+    allowed = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), (n_q, n_k))
     with np.errstate(all="ignore"):
         for q0 in range(0, n_q, block_q):
             q1 = min(q0 + block_q, n_q)
@@ -44,6 +46,8 @@ def tiled(q, k, v, block_q, block_k, causal, *, rescale_l=True, rescale_acc=True
                 if causal:
                     rows, cols = np.arange(q0, q1)[:, None] + offset, np.arange(k0, k1)[None, :]
                     s = np.where(cols < rows if strict else cols <= rows, s, -np.inf)
+                if allowed is not None:
+                    s = np.where(allowed[q0:q1, k0:k1], s, -np.inf)
                 m_new = np.maximum(m, s.max(axis=1))
                 shift = np.where(np.isfinite(m_new), m_new, 0.0)
                 p = np.exp(s - shift[:, None])
@@ -62,13 +66,58 @@ def tiled(q, k, v, block_q, block_k, causal, *, rescale_l=True, rescale_acc=True
     return o, lse
 
 
-def likely_mistake(got, index, q, k, v, block_q, block_k, causal, close) -> str:
+def likely_mistake(got, index, q, k, v, block_q, block_k, causal, close, mask=None) -> str:
     """The description of the first variant whose output ``index`` (0: o, 1: lse) ``got``
     matches by ``close(got, want) -> bool``; "" when none does."""
     for _, text, kwargs in VARIANTS:
         if not causal and ("strict" in kwargs or "bottom_right" in kwargs):
             continue
-        want = tiled(q, k, v, block_q, block_k, causal, **kwargs)[index]
+        want = tiled(q, k, v, block_q, block_k, causal, mask=mask, **kwargs)[index]
         if close(got, want):
+            return text
+    return ""
+
+
+# The backward's slips: name -> (what the message says, keyword arguments of backward()).
+BACKWARD_VARIANTS = (
+    ("scale-1/d", "the scores are scaled by 1/d instead of 1/√d (in S and in dQ, dK)",
+     dict(scale="1/d")),
+    ("no-scale", "the scores are not scaled by 1/√d", dict(scale="1")),
+    ("strict-causal", "the causal mask is strict (j < i): a query must also see its own key",
+     dict(strict=True)),
+    ("D-zero", "D = rowsum(dO ∘ O) is left out of dS = P ∘ (dP − D)", dict(with_d=False)),
+)
+
+
+def backward(q, k, v, o, lse, do, causal, *, mask=None, scale=None, strict=False, with_d=True):
+    """The naive backward from the saved lse, with the named slips switched on: dq, dk, dv."""
+    n_q, d = q.shape
+    n_k = k.shape[0]
+    factor = {None: 1.0 / np.sqrt(d), "1/d": 1.0 / d, "1": 1.0}[scale]
+    allowed = np.ones((n_q, n_k), dtype=bool)
+    if mask is not None:
+        allowed &= np.broadcast_to(np.asarray(mask, dtype=bool), (n_q, n_k))
+    if causal:
+        rows, cols = np.arange(n_q)[:, None], np.arange(n_k)[None, :]
+        allowed &= (cols < rows) if strict else (cols <= rows)
+    with np.errstate(all="ignore"):
+        live = allowed & np.isfinite(lse)[:, None]
+        p = np.where(live, np.exp(factor * q @ k.T - np.where(np.isfinite(lse), lse, 0.0)[:, None]),
+                     0.0)                                          # (Nq, Nk)
+        dv = p.T @ do
+        dp = do @ v.T
+        big_d = (do * o).sum(axis=1) if with_d else np.zeros(n_q)
+        ds = p * (dp - big_d[:, None])
+        return factor * ds @ k, factor * ds.T @ q, dv
+
+
+def likely_backward_mistake(got, q, k, v, o, lse, do, causal, close, mask=None) -> str:
+    """The description of the first backward slip whose (dq, dk, dv) all match ``got`` by
+    ``close``; "" when none does."""
+    for _, text, kwargs in BACKWARD_VARIANTS:
+        if not causal and "strict" in kwargs:
+            continue
+        want = backward(q, k, v, o, lse, do, causal, mask=mask, **kwargs)
+        if all(close(g, w) for g, w in zip(got, want)):
             return text
     return ""
