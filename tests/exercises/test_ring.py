@@ -291,3 +291,15 @@ def test_predict_cannot_be_answered_by_the_ring_page():
     result = lab.grade("ring", "predict", code)
     assert not result["passed"]
     assert all("refused" in c["message"] for c in result["checks"]), result["checks"]
+
+
+def test_balance_shards_must_be_sorted_as_the_docstring_says():
+    """shards() returns sorted index arrays; striped shards in descending order fail 'shards'
+    (review of the graders, defect 11)."""
+    solution = lab.exercise("ring").step("balance").solution
+    old = "return [np.arange(r, n, devices) for r in range(devices)]"
+    assert old in solution
+    result = lab.grade("ring", "balance", solution.replace(
+        old, "return [np.arange(r, n, devices)[::-1] for r in range(devices)]"))
+    assert check(result, "shards")["status"] == "fail"
+    assert "not sorted ascending" in check(result, "shards")["message"]
