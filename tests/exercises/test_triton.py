@@ -143,3 +143,15 @@ def test_the_cli_grader_lives_in_the_folder():
     assert spec is not None and spec.origin.endswith("lab/exercises/triton/check_triton.py")
     assert importlib.util.find_spec("nlpcore.kernels.check_triton") is None
     assert "nlpcore.lab.exercises.triton.check_triton" in module("triton", "exercise").CHECK_COMMAND
+
+
+def test_a_wrong_flops_count_says_expected_and_got():
+    """The flops failure states both numbers, not only the call (review of the graders,
+    defect 12)."""
+    solution = lab.exercise("triton").step("compose").solution
+    old = "    if causal:\n        f /= 2\n"
+    assert solution.count(old) == 1
+    result = lab.grade("triton", "compose", solution.replace(old, ""))
+    message = check(result, "flops")["message"]
+    assert check(result, "flops")["status"] == "fail"
+    assert "returned" in message and "expected" in message, message

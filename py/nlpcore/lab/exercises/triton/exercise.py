@@ -204,8 +204,10 @@ def _check_flops(collected):
             raise got
         want = _want_flops(b, h, n, d, causal, bwd)
         if abs(got - want) > 1e-9 * want:
-            raise CheckFailed("flops(B=%d, H=%d, N=%d, d=%d, causal=%s, backward=%s)"
-                              % (b, h, n, d, causal, bwd), expected="%.6g" % want,
+            raise CheckFailed("flops(B=%d, H=%d, N=%d, d=%d, causal=%s, backward=%s) returned "
+                              "%.6g, expected %.6g (%.3g× yours)"
+                              % (b, h, n, d, causal, bwd, got, want, want / got if got else
+                                 float("inf")), expected="%.6g" % want,
                               got="%.6g" % got, tolerance="1e-9 relative")
     return "4·N²·d·H·B, ½ when causal, ×2.5 backward"
 
@@ -297,7 +299,8 @@ def _check_tflops(collected):
         raise got
     want = _want_flops(4, 16, 4096, 128, False, False) / 1e-3 / 1e12
     if abs(got - want) > 1e-6 * want:
-        raise CheckFailed("tflops(ms=1.0, B=4, H=16, N=4096, d=128, causal=False)",
+        raise CheckFailed("tflops(ms=1.0, B=4, H=16, N=4096, d=128, causal=False) returned "
+                          "%.4g, expected %.4g TFLOP/s" % (got, want),
                           expected="%.4g TFLOP/s" % want, got="%.4g" % got,
                           tolerance="1e-6 relative")
     return "1 ms for B=4, H=16, N=4096, d=128 is %.0f TFLOP/s, %.0f%% of an H200's bf16 peak" % (
