@@ -56,6 +56,7 @@ def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
            judged_ms: float = 0.0) -> dict:
     """The grade's rules applied to its checks (also after the page ran its jobs)."""
     restored = list(phase.get("restored") or [])
+    checks = _wait_for_the_compiler(step, checks)
     seed = phase.get("seed")
     if restored:
         why = ("your code changed the grader's interpreter (%s), so this grade cannot pass"
@@ -123,7 +124,36 @@ def conclude(exercise: Exercise, step_id: str, code: str, grade: dict, ran: dict
         checks = [c if c["status"] in ("local", "error") else
                   result(c["id"], c["title"], "error", "not graded: %s" % unusable,
                          runner=c.get("runner")) for c in checks]
+    compiled = any(isinstance(ran.get(c["id"]), dict) and "outputs" in ran[c["id"]]
+                   for c in grade["checks"] if c["status"] == "pending")
+    checks = [_after_the_compiler(c, compiled) for c in checks]
     return finish(exercise, step, checks, grade)
+
+
+WAITING = "waiting"     # a Python check of a shader, held until the page's compiler accepts it
+
+
+def _wait_for_the_compiler(step: Step, checks: List[dict]) -> List[dict]:
+    """In a step whose code only the page compiles (a WGSL shader), a Python check that passed
+    waits (status WAITING, its verdict kept in ``held``) while page jobs are pending: a shader
+    that does not compile must pass nothing, and the compiler's message comes first."""
+    if step.language == "python" or not any(c["status"] == "pending" for c in checks):
+        return checks
+    return [dict(c, status=WAITING, held={"status": c["status"], "message": c["message"]},
+                 message="waits for the page to compile your shader: %s" % c["message"])
+            if c["status"] == "pass" and c.get("runner", "python") == "python" else c
+            for c in checks]
+
+
+def _after_the_compiler(c: dict, compiled: bool) -> dict:
+    if c["status"] != WAITING:
+        return c
+    held = c.get("held") or {}
+    if compiled and held.get("status") == "pass":
+        return dict({k: v for k, v in c.items() if k != "held"}, status="pass",
+                    message=held.get("message", ""))
+    return result(c["id"], c["title"], "error", "not run: the page did not compile your "
+                  "shader, so its Python-side checks were not graded")
 
 
 def new_seed() -> int:

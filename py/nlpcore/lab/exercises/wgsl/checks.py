@@ -226,12 +226,32 @@ def _mirror(cases):
     return run
 
 
-def python_checks(cases) -> Tuple[Check, ...]:
+def _changed(run, starter: str):
+    """``run``, failing first while the source is the untouched ``starter`` (whitespace aside):
+    a Harden starter already has the interface and plan these checks look at, and must pass
+    nothing before the learner hardened it."""
+    untouched = " ".join(starter.split())
+
+    def checked(ns) -> str:
+        if " ".join(_source(ns).split()) == untouched:
+            raise CheckFailed("this is the untouched starter: harden it first (see the TODOs); "
+                              "this check runs on your changed shader",
+                              expected="your hardened shader", got="the starter")
+        return run(ns)
+    return checked
+
+
+def python_checks(cases, starter: str = None) -> Tuple[Check, ...]:
+    """The checks that run in Python alone; with ``starter`` (a Harden step), each fails while
+    the source is still that starter."""
+    runs = (_check_interface, _budget(cases), _mirror(cases))
+    if starter is not None:
+        runs = tuple(_changed(run, starter) for run in runs)
     return (
         Check("interface", "Interface: bindings, overrides, entry point (runs without WebGPU)",
-              run=_check_interface),
+              run=runs[0]),
         Check("budget", "Workgroup memory fits %d bytes (runs without WebGPU)" % STORAGE_LIMIT,
-              run=_budget(cases)),
+              run=runs[1]),
         Check("mirror", "Mirror only: the CPU mirror with your plan vs float64 (runs without WebGPU)",
-              run=_mirror(cases)),
+              run=runs[2]),
     )

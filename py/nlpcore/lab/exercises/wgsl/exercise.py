@@ -120,12 +120,14 @@ def build() -> Exercise:
         checks=python_checks(SCRATCH_CASES) + tuple(gpu_check(c) for c in SCRATCH_CASES),
         hints=SCRATCH_HINTS,
     )
+    starter = harden_starter()
     harden = Step(
         id="harden", kind="Harden", title="Ragged, causal, masked, empty rows, many workgroups",
         minutes=60, statement=HERE.statement("harden", **values), language="wgsl",
-        starter=harden_starter(),
+        starter=starter,
         solution=shaders.text(mirror.FLASH_SHADER),
-        checks=python_checks(HARDEN_CASES) + tuple(gpu_check(c) for c in HARDEN_CASES),
+        checks=(python_checks(HARDEN_CASES, starter=starter)
+                + tuple(gpu_check(c) for c in HARDEN_CASES)),
         hints=HARDEN_HINTS,
     )
     return Exercise(
