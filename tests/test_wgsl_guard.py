@@ -17,7 +17,7 @@ import pytest
 from nlpcore import shaders
 from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, guard, hardening, planted_bugs
-from nlpcore.lab.session import grade, verify_js
+from nlpcore.lab.verdict import grade, verify_js
 
 pytestmark = pytest.mark.ex_wgsl
 
