@@ -164,12 +164,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
 
     // --- S_ij on subgroup matrices begin ---
-    // Result block u covers rows r0 .. r0+15 and keys c0 .. c0+15 of the tile; subgroup sg
-    // takes blocks sg, sg + n_sg, ...; each block sums D/32 int8 products.
+    // Result block u covers rows r0 .. r0+15 and keys c0 .. c0+15 of the tile; in round k
+    // subgroup sg takes block u = k·n_sg + sg, and each block sums D/32 int8 products. Dawn
+    // wants subgroup-matrix calls in control flow it can prove uniform, so the loop runs over
+    // rounds (a count built from overrides and the uniform subgroup_size; the plan makes the
+    // blocks a multiple of the subgroups), not over blocks from sg on.
     let sg = t / sg_size;
     let n_sg = (BR * KS) / sg_size;
     let blocks_n = BC / 16u;
-    for (var u = sg; u < (BR / 16u) * blocks_n; u += n_sg) {
+    let rounds = (BR / 16u) * blocks_n / n_sg;
+    for (var round = 0u; round < rounds; round++) {
+      let u = round * n_sg + sg;
       let r0 = (u / blocks_n) * 16u;
       let c0 = (u % blocks_n) * 16u;
       var acc = subgroup_matrix_result<i32, 16, 16>();

@@ -369,6 +369,11 @@ def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_
             bc += MMA_N
     elif positive_int(bc, "bc") % MMA_N:
         raise ValueError("bc must be a multiple of {} (the subgroup matrices' columns), got {}".format(MMA_N, bc))
+    blocks, subgroups = (br // MMA_M) * (bc // MMA_N) if bc else 0, br * ks // subgroup_size
+    if bc and blocks % subgroups:
+        raise ValueError("br={} x bc={} make {} result blocks of 16 x 16, not a multiple of the {} subgroups of "
+                         "{} invocations (the shader gives every subgroup the same number)".format(
+                             br, bc, blocks, subgroups, subgroup_size))
     if bc and br * bc > S_TILE:
         raise ValueError("br={} x bc={} scores exceed the shader's s_tile of {} (S_TILE)".format(br, bc, S_TILE))
     if bc == 0 or bytes_needed(br, bc, d, dv, 4, ks, "int8") > storage_limit:
