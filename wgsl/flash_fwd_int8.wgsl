@@ -42,7 +42,7 @@
 // scores read K and V once per row). Barriers per key tile: two. Subgroup-matrix calls must run in subgroup-uniform control
 // flow: the loop over result blocks depends only on the subgroup's index (t / subgroup_size,
 // the same for all its invocations, as Dawn runs full subgroups of consecutive invocations),
-// which WGSL's uniformity analysis cannot see, so its subgroup-matrix diagnostic is turned off.
+// which WGSL's uniformity analysis cannot see, so Dawn's chromium.subgroup_matrix_uniformity check is turned off (it is an error by default, for non-uniform offsets too).
 //
 // Override constants (tiling.plan_int8, from the adapter's limits): BR (a multiple of 16), BC
 // (a multiple of 16), D (a multiple of 32), DV, KS. The workgroup has BR·KS invocations, a
@@ -56,7 +56,7 @@
 
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
-diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+diagnostic(off, chromium.subgroup_matrix_uniformity);
 
 // A masked score (flash_fwd.wgsl explains the finite sentinel).
 const MASKED_SCORE: f32 = -1.0e30;
