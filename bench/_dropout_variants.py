@@ -1,21 +1,21 @@
 """Other keep-mask draws for bench/dropout_cost_h200.py (imported by its worker after
 TRITON_INTERPRET is set). Each pair is the (R, C) and the transposed (C, R) form, with
-flash_triton's ``_keep``/``_keep_t`` signature: row keys (R,), column keys (C,), the uint32 cut."""
+``dropout_triton.keep``/``keep_t``'s signature: row keys (R,), column keys (C,), the uint32 cut."""
 import triton
 import triton.language as tl
 
-from nlpcore.kernels.flash_triton import MIX_M1, _mix
+from nlpcore.kernels.dropout_triton import mix
 
 
 @triton.jit
 def per_entry_mix(row_keys, col_keys, thresh):
     """One lowbias32 per entry, as the library drew it before: ~11 instructions per entry."""
-    return _mix(row_keys[:, None] + col_keys[None, :]) >= thresh.to(tl.uint32, bitcast=True)
+    return mix(row_keys[:, None] + col_keys[None, :]) >= thresh.to(tl.uint32, bitcast=True)
 
 
 @triton.jit
 def per_entry_mix_t(row_keys, col_keys, thresh):
-    return _mix(row_keys[None, :] + col_keys[:, None]) >= thresh.to(tl.uint32, bitcast=True)
+    return mix(row_keys[None, :] + col_keys[:, None]) >= thresh.to(tl.uint32, bitcast=True)
 
 
 @triton.jit

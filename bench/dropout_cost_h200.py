@@ -4,7 +4,7 @@ target), measured by swapping the draw.
 The kernels draw one keep bit per entry of P in registers, in the forward pass and again in
 the backward pass. At d = 64 they are bound by instruction issue on the CUDA cores (softmax,
 scaling, conversions), not by the tensor cores, so every instruction per entry shows up in the
-step time. This script swaps the kernels' ``_keep``/``_keep_t`` for other draws, one
+step time. This script swaps ``dropout_triton.keep``/``keep_t`` for other draws, one
 subprocess each (Triton binds the functions when it compiles), and times one training step
 (forward + backward) at the paper's Figure 2 setting:
 
@@ -54,6 +54,7 @@ def worker(variant, dry_run, d):
     import torch
     import triton
 
+    from nlpcore.kernels import dropout_triton
     from nlpcore.kernels import flash_triton as ft
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -61,7 +62,7 @@ def worker(variant, dry_run, d):
 
     swaps = _dropout_variants.SWAPS
     if variant in swaps:
-        ft._keep, ft._keep_t = swaps[variant]
+        dropout_triton.keep, dropout_triton.keep_t = swaps[variant]  # every kernel draws through these
     p = 0.0 if variant == "p0" else DROPOUT_P
 
     device = "cpu" if dry_run else "cuda"

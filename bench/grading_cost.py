@@ -1,7 +1,9 @@
 """Benchmark: what isolating the graders costs (issue 14), in CPython.
 
-What it measures, per step of every Python-graded exercise: the CPU time of grading the step's
-reference solution (``nlpcore.lab.grade``, median of repeated runs after one warm-up), and the
+What it measures, per step of every Python-graded exercise: the wall time of grading the step's
+reference solution (``nlpcore.lab.grade``, median of repeated runs after one warm-up: the
+learner's phase runs in a forked process, nlpcore.lab.runner, so the judge's own CPU time is
+recorded beside it but is not the whole cost), and the
 parts isolation adds to every grade: taking the interpreter snapshot (``Snapshot.take``, once
 per page, again after an exercise is first built) and restoring it when nothing was changed
 (``Snapshot.restore``, once per grade). CPU time (``time.process_time``), so that other
@@ -29,6 +31,16 @@ SKIP = ("wgsl",)   # its checks run on a GPU in the page, not in Python
 BUDGET_MS = 1000   # the page's bar (wall time in Pyodide); CPython CPU time must be far below
 
 
+def wall_ms(fn, repeats: int) -> float:
+    """Median wall-clock milliseconds of ``fn()`` over ``repeats`` runs."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return common.median(times)
+
+
 def cpu_ms(fn, repeats: int) -> float:
     """Median CPU milliseconds of ``fn()`` over ``repeats`` runs."""
     times = []
@@ -46,7 +58,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from nlpcore import lab
-    from nlpcore.lab import framework, sandbox
+    from nlpcore.lab import sandbox, session
 
     steps = []
     for ex in lab.exercises():
@@ -58,15 +70,18 @@ def main(argv=None) -> int:
                 raise SystemExit("%s/%s: the solution must pass and restore nothing, got %s"
                                  % (ex.id, step.id, first["restored"]))
             ms = cpu_ms(lambda: lab.grade(ex.id, step.id, step.solution), args.repeats)
-            steps.append({"exercise": ex.id, "step": step.id, "grade_cpu_ms": round(ms, 2)})
-    snapshot = framework.pristine()
+            wall = wall_ms(lambda: lab.grade(ex.id, step.id, step.solution), args.repeats)
+            steps.append({"exercise": ex.id, "step": step.id, "grade_cpu_ms": round(ms, 2),
+                          "grade_wall_ms": round(wall, 2)})
+    snapshot = session.pristine()
     take_ms = cpu_ms(sandbox.Snapshot.take, args.repeats)
     restore_ms = cpu_ms(snapshot.restore, args.repeats)
-    slowest = max(steps, key=lambda s: s["grade_cpu_ms"])
+    slowest = max(steps, key=lambda s: s["grade_wall_ms"])
     targets = [common.target(
-        "every step grades in under %d ms of CPU (CPython)" % BUDGET_MS,
-        slowest["grade_cpu_ms"] < BUDGET_MS,
-        "%s/%s: %.1f ms" % (slowest["exercise"], slowest["step"], slowest["grade_cpu_ms"]),
+        "every step grades in under %d ms of wall time (CPython, learner phase in a fresh "
+        "process)" % BUDGET_MS,
+        slowest["grade_wall_ms"] < BUDGET_MS,
+        "%s/%s: %.1f ms" % (slowest["exercise"], slowest["step"], slowest["grade_wall_ms"]),
         "< %d ms" % BUDGET_MS)]
     record = {
         "benchmark": "grading_cost", "recorded_at": common.now_iso(), "machine": common.machine(),
@@ -79,8 +94,9 @@ def main(argv=None) -> int:
                      "classes": len(snapshot.classes), "containers": len(snapshot.containers),
                      "objects": len(snapshot.instances)},
     }
-    print(common.table(["exercise", "step", "grade CPU ms"],
-                       [[s["exercise"], s["step"], s["grade_cpu_ms"]] for s in steps]))
+    print(common.table(["exercise", "step", "grade wall ms", "judge CPU ms"],
+                       [[s["exercise"], s["step"], s["grade_wall_ms"], s["grade_cpu_ms"]]
+                        for s in steps]))
     print("snapshot take %.1f ms, restore (nothing changed) %.1f ms; %d namespaces, %d functions"
           % (take_ms, restore_ms, len(snapshot.namespaces), len(snapshot.functions)))
     print("targets:")

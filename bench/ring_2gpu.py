@@ -351,7 +351,7 @@ def context_parallel_run(mesh, q, k, v, causal, measure):
 
 # --- the three measurements ----------------------------------------------------------------------
 def check(cfg, rank, world, device, block, on_cpu):
-    from nlpcore.kernels import check_triton as ct
+    from nlpcore.lab.exercises.triton import check_triton as ct
 
     rows = []
     for causal in (False, True):

@@ -47,7 +47,7 @@ import triton  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.nn.functional import scaled_dot_product_attention as sdpa  # noqa: E402
 
-from nlpcore.kernels import check_triton as ct  # noqa: E402
+from nlpcore.lab.exercises.triton import check_triton as ct  # noqa: E402
 from nlpcore.kernels import flash_triton as ft  # noqa: E402
 from nlpcore.kernels import split_k_triton as skt  # noqa: E402
 

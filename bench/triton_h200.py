@@ -4,7 +4,7 @@
 
 1. Correctness at full benchmark sizes, forward and backward, with the flash-attention bar:
    on a slice of heads, max |triton - fp64 ref| <= 2 · max |plain bf16 - fp64 ref| + extra
-   (nlpcore.kernels.check_triton), plus the module's own GPU check cases.
+   (nlpcore.lab.exercises.triton.check_triton), plus the module's own GPU check cases.
 2. TFLOP/s, bf16, d ∈ {64, 128}, N ∈ {1024, 4096, 16384}, causal and not, 16k tokens per
    batch (B = 16384 / N) and hidden size 2048 (H = 2048 / d), for our kernel and SDPA's
    FLASH_ATTENTION, CUDNN_ATTENTION and EFFICIENT_ATTENTION backends, all in this one run.
@@ -41,7 +41,7 @@ import triton  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.nn.functional import scaled_dot_product_attention as sdpa  # noqa: E402
 
-from nlpcore.kernels import check_triton as ct  # noqa: E402
+from nlpcore.lab.exercises.triton import check_triton as ct  # noqa: E402
 from nlpcore.kernels import flash_triton as ft  # noqa: E402
 
 TOKENS = 16384  # tokens per batch: B = TOKENS / N

@@ -14,7 +14,8 @@ What goes into the output directory:
                                 the Python package, installed in the page with micropip
     vendor/pyodide/             the Pyodide runtime, NumPy, micropip and its dependencies only
     vendor/{katex,codemirror,chartjs}/
-                                the JS libraries the pages use
+                                the JS libraries the pages use (chartjs/ holds Chart.js and its
+                                matrix chart type, chartjs-chart-matrix)
     src/                        read-only copies of py/nlpcore/**/*.py and wgsl/*.wgsl
     bench/results/*.json        recorded benchmark results the site plots
     data/exercises.json         nlpcore.lab.export_site_data(), when that function exists
@@ -72,6 +73,9 @@ JS_LIBRARIES = (
     ("codemirror/addon/edit/closebrackets.js", "codemirror/addon/edit/closebrackets.js"),
     ("chart.js/LICENSE.md", "chartjs/LICENSE.md"),
     ("chart.js/dist/chart.umd.js", "chartjs/chart.umd.js"),
+    # The matrix (heatmap) chart type: the exercise page's scratch cell draws 2-D arrays with it.
+    ("chartjs-chart-matrix/LICENSE", "chartjs/chartjs-chart-matrix/LICENSE"),
+    ("chartjs-chart-matrix/dist/chartjs-chart-matrix.min.js", "chartjs/chartjs-chart-matrix/chartjs-chart-matrix.min.js"),
 )
 # KaTeX's stylesheet lists woff2 first; every browser that runs WebGPU reads woff2, so the
 # woff and ttf fallbacks are never requested and are not shipped.
@@ -285,6 +289,13 @@ else:
             raise
     else:
         values.update({"measured." + name: value for name, value in measured.as_dict().items()})
+    try:
+        from nlpcore import claims
+    except ImportError as error:
+        if not (error.name or "").startswith("nlpcore"):
+            raise
+    else:
+        values.update(claims.page_values())
     values["cell.min_sram"] = viz.MIN_SRAM
     values["gpubench.sizes"] = ",".join(str(n) for n in gpubench.SIZES)
     for cell, limits in viz.CELL_LIMITS.items():
@@ -351,9 +362,14 @@ def site_header(page: str) -> str:
                       '<script type="module" src="js/offline.js"></script>'])
 
 
+STAMP_DEPTH = 3  # a value may hold {{names}} itself (a claim quotes numbers): this many rounds at most
+
+
 def stamp_pages(out: pathlib.Path, values: dict) -> None:
     """Put the header into every page at its HEADER_MARK and replace every ``{{name}}`` with
-    its value; a page without the mark, or a name without a value, stops the build."""
+    its value, again inside the values stamped (a claim's sentence quotes measured numbers), up to
+    STAMP_DEPTH rounds; a page without the mark, a name without a value, or names still left
+    after the last round stop the build."""
     for path in sorted(out.glob("*.html")):
         text = path.read_text(encoding="utf-8")
         if text.count(HEADER_MARK) != 1:
@@ -365,7 +381,12 @@ def stamp_pages(out: pathlib.Path, values: dict) -> None:
                 raise BuildError(f"site/{path.name} uses {{{{{match.group(1)}}}}}, which has no "
                                  f"value (known: {', '.join(sorted(values))})")
             return str(values[match.group(1)])
-        path.write_text(VALUE.sub(value, text), encoding="utf-8")
+        for _ in range(STAMP_DEPTH):
+            text = VALUE.sub(value, text)
+        if VALUE.search(text):
+            raise BuildError(f"site/{path.name}: {VALUE.search(text).group(0)} is still unstamped after "
+                             f"{STAMP_DEPTH} rounds (a value that names itself?)")
+        path.write_text(text, encoding="utf-8")
 
 
 def file_digest(path: pathlib.Path) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nlpcore import lab, shaders
-from nlpcore.lab import framework as fw
+from nlpcore.lab import model as fw, session
 from nlpcore.lab.exercises import discover
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +21,7 @@ FOLDERS = ROOT / "py" / "nlpcore" / "lab" / "exercises"
 CONTRACT_IDS = ["online-softmax", "backward", "triton", "wgsl", "break-it", "ring"]  # the seed's order, then ring
 
 EXTRA = '''
-from nlpcore.lab.framework import Check, Exercise, Folder, Step
+from nlpcore.lab.model import Check, Exercise, Folder, Step
 
 ORDER = 99
 HERE = Folder(__file__)
@@ -60,7 +60,7 @@ def test_adding_a_folder_adds_an_exercise(tmp_path, monkeypatch):
     monkeypatch.setattr(lab, "_cache", {})
     # Grading restores the interpreter to a snapshot taken before the first grade; this test
     # changes the library on purpose, so the snapshot is retaken (and put back afterwards).
-    monkeypatch.setattr(fw._grader, "snapshot", None)
+    monkeypatch.setattr(session._grader, "snapshot", None)
     try:
         assert [ex_id for ex_id, _ in discover()][-1] == "extra-one"
         step = lab.exercise("extra-one").step("only")

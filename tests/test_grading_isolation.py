@@ -1,4 +1,4 @@
-"""Grading is isolated from the code it grades (nlpcore.lab.framework, nlpcore.lab.sandbox):
+"""Grading is isolated from the code it grades (nlpcore.lab.session, nlpcore.lab.sandbox):
 nothing a submission changes in the interpreter outlives its grade, expected values are computed
 only after the learner's code is gone, BaseException from learner code is a failed check, and
 the learner's printed output and traceback come back with the grade."""
@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from nlpcore import lab
-from nlpcore.lab import framework as fw
+from nlpcore.lab import session
 
 # Wrong answers that run (they return wrong values rather than raise), so only the comparison
 # can fail them: after any mischief they must still fail, and the solutions still pass.
@@ -24,11 +24,11 @@ LATER = [
 ]
 
 MISCHIEF = {
-    "framework functions": """
-        from nlpcore.lab import framework as fw
-        fw.run_check = lambda check, ns: fw.result(check.id, check.title, "pass")
-        fw._verdict = lambda check, fn, *a, **k: fw.result(check.id, check.title, "pass")
-        fw.assert_close = lambda *a, **k: 0.0
+    "grader functions": """
+        from nlpcore.lab import judging, model, session
+        session.run_check = lambda check, ns: model.result(check.id, check.title, "pass")
+        session._verdict = lambda check, fn, *a, **k: model.result(check.id, check.title, "pass")
+        judging.assert_close = lambda *a, **k: 0.0
     """,
     "numpy functions": """
         import numpy as np
@@ -45,7 +45,7 @@ MISCHIEF = {
     """,
     "function code and defaults": """
         import nlpcore.kernels.reference as ref
-        from nlpcore.lab import framework as fw
+        from nlpcore.lab import judging as fw
         ref.forward.__code__ = (lambda q, k, v, causal=False, mask=None, scale=None: (0, 0)).__code__
         fw.assert_close.__defaults__ = ("float64", 1e9, 1e9, "")
         fw.assert_close.__kwdefaults__ = {"dtype": "float64", "atol": 1e9, "rtol": 1e9, "context": ""}
@@ -74,7 +74,7 @@ MISCHIEF = {
         fake = types.ModuleType("nlpcore.kernels.reference")
         fake.forward = lambda *a, **k: (0, 0)
         sys.modules["nlpcore.kernels.reference"] = fake
-        sys.modules["nlpcore.lab.framework"] = fake
+        sys.modules["nlpcore.lab.judging"] = fake
     """,
 }
 
@@ -148,14 +148,14 @@ def test_the_learners_output_and_traceback_come_back():
     assert trace.startswith("Traceback") and "IndexError" in trace
     assert 'File "<your code>", line 6, in attention' in trace
     assert 'File "<your code>", line 9, in helper' in trace
-    assert "framework.py" not in trace                      # the grader's frames are left out
+    assert "session.py" not in trace                      # the grader's frames are left out
     clean = lab.grade("online-softmax", "compose", lab.exercise("online-softmax").step("compose").solution)
     assert clean["stdout"] == clean["stderr"] == clean["traceback"] == ""
 
 
 def test_output_is_capped():
     result = lab.grade("online-softmax", "predict", "print('x' * 100000)\nstandard = 1\nflash = 2\n")
-    assert len(result["stdout"]) == fw.OUTPUT_LIMIT
+    assert len(result["stdout"]) == session.OUTPUT_LIMIT
 
 
 def test_stopping_tracemalloc_does_not_hide_memory():
@@ -187,7 +187,7 @@ def test_the_grader_may_still_use_the_library_while_a_step_refuses_it():
 
 
 def test_snapshot_restore_undoes_each_kind_of_change():
-    snap = fw.pristine()
+    snap = session.pristine()
     import numpy as np
     from nlpcore.kernels import reference
     original = (np.abs, reference.forward.__code__, reference.forward.__defaults__)

@@ -64,3 +64,10 @@ def test_every_stamped_name_exists_and_prose_numbers_are_stamped():
     # The figures issue 15 found typed by hand are stamped now.
     for typed in ("40.3&nbsp;GB", "4.4&nbsp;GB", "M \\approx 100", "989", "4.8&nbsp;TB"):
         assert typed not in INDEX, typed
+
+
+def test_the_a100s_hbm_as_the_datasheet_and_the_paper_give_it():
+    # the paper's "1.5-2.0TB/s" rounds the 40 GB part's 1.555 and the 80 GB part's 2.039 TB/s down
+    assert int(hardware.A100_40GB_HBM_BYTES_PER_S / 1e11) / 10 == hardware.A100_HBM_BYTES_PER_S / 1e12 == 1.5
+    assert int(hardware.A100_80GB_HBM_BYTES_PER_S / 1e11) / 10 == 2.0
+    assert hardware.GPUS["A100"].name.endswith("40GB")

@@ -1,5 +1,5 @@
 """The exercise page's door returns what the learner's code printed (grade's stdout, stderr,
-traceback, from nlpcore.lab.framework's isolation) and runs an ungraded scratch cell against the learner's definitions
+traceback, from nlpcore.lab.session's isolation) and runs an ungraded scratch cell against the learner's definitions
 (nlpcore.web.exercises.scratch); a Predict step's wrong kill-matrix row list comes with
 `parts` so the page can say which rows are wrong without the answer."""
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_grade_returns_the_traceback_of_code_that_fails_to_load():
     trace = out["traceback"]
     assert trace.startswith("Traceback") and '"<your code>", line 3' in trace
     assert trace.rstrip().endswith("IndexError: list index out of range")
-    assert "framework.py" not in trace and "exercises.py" not in trace  # only the learner's frames
+    assert "session.py" not in trace and "exercises.py" not in trace  # only the learner's frames
 
 
 def test_a_syntax_error_is_named_in_every_check():
@@ -48,9 +48,9 @@ def test_passing_code_prints_nothing_and_has_no_traceback():
 
 
 def test_output_is_clipped():
-    from nlpcore.lab import framework
+    from nlpcore.lab import session
     out = grade("print('x' * 50000)\n")
-    assert len(out["stdout"]) == framework.OUTPUT_LIMIT
+    assert len(out["stdout"]) == session.OUTPUT_LIMIT
 
 
 def scratch(definitions, code, exercise="online-softmax", step="scratch"):

@@ -17,7 +17,9 @@ import pytest
 from nlpcore import shaders
 from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, guard, hardening, planted_bugs
-from nlpcore.lab.framework import grade, verify_js
+from nlpcore.lab.session import grade, verify_js
+
+pytestmark = pytest.mark.ex_wgsl
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 

@@ -23,19 +23,23 @@ The tables (one per use, one entry per dtype or per compared pair):
 - :data:`KERNEL` -- a kernel against the float64 reference, in the tests; scale "array, at
   least 1". float16 is judged by the low-precision bar rather than by this entry, which only
   bounds a float16 computation with float32 accumulation.
-- :data:`GRADER` -- learner code against the grader's reference (:mod:`nlpcore.lab.framework`);
+- :data:`GRADER` -- learner code against the grader's reference (:mod:`nlpcore.lab.judging`);
   scale "entry", looser, since learner code may add in another order.
 - :data:`PAGE` -- the lab page's pairs of float32 results (:mod:`nlpcore.web.lab`); scale
   "array". :data:`PAGE_FLOAT16` -- the same pairs with float16 inputs.
 - :data:`TRITON_FLOAT32` -- the Triton port in float32 against float64
-  (:mod:`nlpcore.kernels.check_triton`); scale "array".
+  (:mod:`nlpcore.lab.exercises.triton.check_triton`); scale "array".
 - :data:`BENCH_WEBGPU` -- a benchmark run counts as valid attention (bench/webgpu_attention.py):
   float32 shader against float32 NumPy on unit-normal inputs; absolute only.
+
+:func:`compare` is the one comparison that applies them (ok, max error, where, bound, a problem
+string): the graders, the web door, the Triton grader and the tests use it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Tuple
+from typing import NamedTuple, Tuple
 
 import numpy as np
 
@@ -130,3 +134,67 @@ def max_abs_diff(got, want) -> Tuple[float, tuple]:
     diff = np.abs(diff)
     idx = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.size else ()
     return (float(diff.max()) if diff.size else 0.0), idx
+
+
+class Verdict(NamedTuple):
+    """What :func:`compare` found. ``max_err`` is max |got - want| over the entries where both
+    are finite, at ``where`` (an index tuple: the worst entry relative to its bound, else the
+    largest error); ``bound`` is the bound at ``where``; ``bad`` counts the entries over their
+    bound (NaN and mismatched infinities included); ``problem`` is "" when ``ok``, else one
+    sentence saying what differs."""
+    ok: bool
+    max_err: float
+    where: tuple
+    bound: float
+    problem: str
+    bad: int = 0
+    size: int = 0
+
+
+def compare(got, want, tol) -> Verdict:
+    """The one comparison of the lab: ``got`` against ``want`` under ``tol`` (a :class:`Tol`,
+    or a number: an absolute bound).
+
+    Shapes must be equal; NaN in ``got`` never passes (NaN in ``want`` only matches NaN);
+    infinities must match exactly (a fully masked row's lse is -inf in both); finite entries
+    must satisfy ``|got - want| <= atol + rtol · scale`` with the scale ``tol`` names.
+    """
+    if not isinstance(tol, Tol):
+        tol = Tol(atol=float(tol), rtol=0.0, scale=ARRAY)
+    g = np.asarray(got, dtype=np.float64)
+    w = np.asarray(want, dtype=np.float64)
+    if g.shape != w.shape:
+        return Verdict(False, math.inf, (), math.nan,
+                       "shape %s, expected %s" % (list(g.shape), list(w.shape)), 0, int(w.size))
+    size = int(w.size)
+    nan = np.isnan(g) & ~np.isnan(w)
+    if nan.any():
+        idx = tuple(int(i) for i in np.argwhere(nan)[0])
+        return Verdict(False, math.nan, idx, math.nan, "NaN in %d of %d entries, first at %s"
+                       % (int(nan.sum()), size, list(idx)), int(nan.sum()), size)
+    mismatch = (np.isinf(g) | np.isinf(w) | np.isnan(w)) & ~((g == w) | (np.isnan(g) & np.isnan(w)))
+    if mismatch.any():
+        idx = tuple(int(i) for i in np.argwhere(mismatch)[0])
+        return Verdict(False, math.inf, idx, math.nan, "infinities differ at %s (got %s, expected %s)"
+                       % (list(idx), g[idx], w[idx]), int(mismatch.sum()), size)
+    finite = np.isfinite(w)
+    delta = np.zeros(w.shape)
+    np.subtract(g, w, out=delta, where=finite)
+    delta = np.abs(delta)
+    if tol.scale == ENTRY:
+        bound = tol.atol + tol.rtol * np.abs(np.where(finite, w, 0.0))
+    else:
+        bound = np.full(w.shape, tol.bound(magnitude(w, tol.scale)))
+    bad = delta > bound
+    max_err = float(delta.max()) if size else 0.0
+    if not size:
+        return Verdict(True, 0.0, (), float(tol.atol), "", 0, 0)
+    if bad.any():
+        ratio = np.where(bad, delta / np.maximum(bound, np.finfo(np.float64).tiny), 0.0)
+        idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), w.shape))
+        return Verdict(False, max_err, idx, float(bound[idx]),
+                       "%d of %d entries differ by more than the bound; worst at %s: got %.7g, "
+                       "expected %.7g, bound %.3g" % (int(bad.sum()), size, list(idx), g[idx],
+                                                      w[idx], bound[idx]), int(bad.sum()), size)
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(delta)), w.shape))
+    return Verdict(True, max_err, idx, float(bound[idx]), "", 0, size)

@@ -1,8 +1,16 @@
 // The code editor: CodeMirror 5 (vendored at vendor/codemirror/, loaded as classic scripts by
 // the page) with Python highlighting. Without CodeMirror the page falls back to a plain
 // <textarea> and says why, so exercises still work.
+//
+// Keyboard (CodeMirror's own keymap, extraKeys): while the editor has focus, Tab indents (the
+// selection, or four spaces at the cursor) and Shift-Tab dedents; Esc lets the next Tab or
+// Shift-Tab leave the editor (the event is left to the browser), any other key takes that back.
+// `keys` adds the page's shortcuts ({"Ctrl-Enter": fn, ...}, CodeMirror key names; each fn gets
+// no argument). `onKeyMode(mode)` hears "indent" (focused: Tab indents),
+// "leave" (after Esc: Tab leaves) and "away" (focus elsewhere), so the page can say which holds.
 
-export function createEditor(host, {value = "", readOnly = false, mode = "python", label = "code"} = {}) {
+export function createEditor(host, {value = "", readOnly = false, mode = "python", label = "code",
+                                    keys = {}, onKeyMode = () => {}} = {}) {
   const textarea = document.createElement("textarea");
   textarea.value = value;
   textarea.setAttribute("aria-label", label);
@@ -12,6 +20,14 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
   if (!CM) {
     textarea.className = "plain-editor";
     textarea.readOnly = readOnly;
+    textarea.addEventListener("keydown", (event) => {
+      const name = (event.ctrlKey ? "Ctrl-" : "") + (event.metaKey ? "Cmd-" : "") +
+                   (event.shiftKey ? "Shift-" : "") + event.key;
+      if (keys[name]) {
+        event.preventDefault();
+        keys[name]();
+      }
+    });
     return {
       fallback: "CodeMirror (vendor/codemirror/lib/codemirror.js) did not load; using a plain text box.",
       getValue: () => textarea.value,
@@ -19,8 +35,23 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
       onChange: (cb) => textarea.addEventListener("input", cb),
       refresh: () => {},
       focus: () => textarea.focus(),
+      markLine: () => {},
+      clearMarks: () => {},
+      jumpTo: () => {},
+      getCursorLine: () => 0,
     };
   }
+  let leaving = false;  // after Esc: the next Tab / Shift-Tab leaves the editor
+  const setLeaving = (on) => {
+    leaving = on;
+    onKeyMode(on ? "leave" : "indent");
+  };
+  const extraKeys = {
+    Tab: (cm) => cm.execCommand(cm.somethingSelected() ? "indentMore" : "insertSoftTab"),
+    "Shift-Tab": (cm) => cm.execCommand("indentLess"),
+    Esc: () => setLeaving(true),
+  };
+  for (const [name, fn] of Object.entries(keys)) extraKeys[name] = () => fn();
   const cm = CM.fromTextArea(textarea, {
     mode: mode === "diff" ? null : mode,
     lineNumbers: true,
@@ -30,10 +61,21 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
     matchBrackets: true,
     readOnly,
     viewportMargin: Infinity,
-    extraKeys: {
-      Tab: (editor) => editor.replaceSelection("    "),
-    },
+    extraKeys,
   });
+  // After Esc, Tab is the browser's again: codemirrorIgnore keeps CodeMirror (and its default
+  // keymap, which would indent) out of this one event, so focus moves on.
+  cm.on("keydown", (_cm, event) => {
+    if (!leaving) return;
+    if (event.key === "Tab") event.codemirrorIgnore = true;
+    else if (event.key !== "Escape" && event.key !== "Shift") setLeaving(false);
+  });
+  cm.on("focus", () => setLeaving(false));
+  cm.on("blur", () => {
+    leaving = false;
+    onKeyMode("away");
+  });
+  const marks = [];
   return {
     fallback: null,
     cm,
@@ -42,5 +84,21 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
     onChange: (cb) => cm.on("change", cb),
     refresh: () => cm.refresh(),
     focus: () => cm.focus(),
+    /* Marks 1-based line `line` with `className` until clearMarks(); returns the line marked. */
+    markLine: (line, className) => {
+      const at = Math.max(0, Math.min(cm.lineCount() - 1, line - 1));
+      marks.push({handle: cm.addLineClass(at, "wrap", className), className});
+      return at + 1;
+    },
+    clearMarks: () => {
+      for (const {handle, className} of marks.splice(0)) cm.removeLineClass(handle, "wrap", className);
+    },
+    /* Puts the cursor at 1-based line `line`, column 0, scrolled into view, and focuses. */
+    jumpTo: (line, ch = 0) => {
+      cm.focus();
+      cm.setCursor({line: line - 1, ch});
+      cm.scrollIntoView(null, 80);
+    },
+    getCursorLine: () => cm.getCursor().line + 1,
   };
 }

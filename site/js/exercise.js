@@ -1,35 +1,30 @@
-/* One exercise page: exercise.html?id=<id>[&step=<step id>].
+/* One exercise page: exercise.html?id=<id>[&step=<step id>] -- the page's wiring.
  *
  * The exercise (statement, starter, solution, hints, checks) comes from data/exercises.json,
- * which build.py exports from nlpcore.lab (Python is the one source of truth). Grading runs in
- * the Pyodide worker: runtime.call("exercises.grade", {exercise, step, code}) with a time
- * limit; an infinite loop makes runtime.js terminate the worker and start a fresh one, and the
- * page reports it on every check and keeps working.
- *
- * Check protocol (for checks that run partly in the page, e.g. on the GPU): grade returns such a
- * check with status "pending", its `runner` name and a `job` (plain data, e.g. a dispatch spec).
- * The page hands the job to the runner registered under that name -- registerCheckRunner(name,
- * async (job) => outputs) -- and sends the outputs back through "exercises.verify" for the
- * verdict. A runner that finds the code itself unusable (a shader that does not compile) throws
- * an Error with `failsAll = true`: every graded check of the run then fails as "error" with that
- * message, the checks Python passed without compiling included. A "webgpu" runner is built in: it runs a dispatch spec with js/gpu.js and returns
- * {name: bytes} of the output bindings. An exercise can name extra ES modules to import first
- * (exercise.extra.js_modules, paths relative to the site root), which may register their own
- * runners or a CodeMirror mode named by exercise.extra.language (default "python").
+ * which build.py exports from nlpcore.lab (Python is the one source of truth). This module
+ * shows an exercise and its steps and connects the parts, each in its own module:
+ *   js/check-runner.js     one grade in the Pyodide worker (time limit, checks run in the page)
+ *   js/exercise-results.js the checks and the learner's output of each run
+ *   js/exercise-drafts.js  drafts saved per step as the learner types; drafts set aside
+ *   js/exercise-predict.js Predict steps: the first prediction kept, the answer on request
+ *   js/python-version.js   which Python runs the code, and what that rules out
+ *   js/work-file.js        all progress and drafts exported and imported as one file
+ *   js/exercises/<id>.js   an exercise's own page code, named by the exercise in
+ *                          extra.js_modules (paths relative to the site root) and imported
+ *                          before the editor exists: it may register check runners, a CodeMirror
+ *                          mode named by extra.language (default "python"), or listen to the
+ *                          page's events: "exercise:step" ({exercise, step, files}, each step
+ *                          shown) and "exercise:graded" ({exercise, step, code, result}).
  *
  * Page contract: [data-testid=run-checks], [data-testid=load-solution] (it asks first:
  * [data-testid=confirm-replace-yes]), one [data-testid=check] per graded check with data-status
  * pass|fail|error. "local" checks (Triton, GPU) are listed separately with their commands,
  * outside data-testid=check.
  *
- * The learner's workspace: what their code printed while graded ([data-testid=run-output],
- * from grade's stdout/stderr/traceback) shows beside the checks, per run; a scratch cell
- * (exercises.scratch) runs code against the editor's definitions without grading; drafts are
- * saved per step as the learner types (and before the page or step changes); "Load solution"
- * and "Reset to starter" ask first and keep the draft, restorable with one click, also after a
- * reload. Predict steps withhold the answer: a wrong prediction shows which parts are wrong
- * (and which way a number is off) until the learner asks for the answer after an attempt; the
- * first prediction is kept in progress and shown beside the truth afterwards.
+ * The learner's workspace: what their code printed while graded shows beside the checks, per
+ * run; a scratch cell (exercises.scratch) runs code against the editor's definitions without
+ * grading; "Load solution" and "Reset to starter" ask first and keep the draft, restorable with
+ * one click, also after a reload.
  */
 import {getRuntime} from "./runtime.js";
 import {loadProgress, markStep, noteStep, stepRecord, isDone, onProgressChange} from "./progress.js";
@@ -37,60 +32,42 @@ import {renderMath} from "./katex-render.js";
 import {renderMarkdown} from "./md.js";
 import {createEditor} from "./editor.js";
 import {el} from "./dom.js";
-import {TRITON_BACKENDS} from "./backends.js";
-
-export const TIME_LIMIT_MS = 10000;
-const DRAFTS_KEY = "fa-lab-drafts-v1";
-// Drafts set aside when the editor was replaced (by the solution or the starter):
-// {<exercise>/<step>: {code, at, by: "solution" | "starter"}}.
-const KEPT_KEY = "fa-lab-kept-drafts-v1";
-const DRAFT_SAVE_DELAY_MS = 300;
-
-/* What a newer Python or NumPy than the page's would allow: [version, what]. The page shows the
- * rows newer than the versions the worker reports, so the list is true to the running Python. */
-const PYTHON_NEWER = [
-  ["3.9", "dict merges with |, str.removeprefix/removesuffix, list[int] and dict[str, int] outside annotations"],
-  ["3.10", "match statements, X | Y type unions at runtime, zip(..., strict=True)"],
-  ["3.11", "except* and ExceptionGroup, tomllib"],
-  ["3.12", "type X = ... aliases, f-strings reusing their own quotes"],
-];
-const NUMPY_NEWER = [
-  ["1.20", "numpy.lib.stride_tricks.sliding_window_view, numpy.typing, where= in np.mean/np.std"],
-  ["1.22", "np.quantile/np.percentile(method=...)"],
-  ["2.0", "np.concat, np.permute_dims, np.pow, np.trapezoid (the NumPy 2 names)"],
-];
+import {TIME_LIMIT_MS, grade, overran} from "./check-runner.js";
+import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, savedDraft} from "./exercise-drafts.js";
+import {clearResults, renderFailure, renderResults, showRefused, showRunOutput, showRunning}
+  from "./exercise-results.js";
+import {COMPLETENESS_CHECKS, incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked,
+        untouchedRefusal, withholding} from "./exercise-predict.js";
+import {codeProblem, describeProblem, showRuntimeNote} from "./python-version.js";
+import {mountWorkFile} from "./work-file.js";
+import {ScratchCell} from "./exercise-scratch.js";
 
 const $ = (id) => document.getElementById(id);
-const runners = new Map();
 
-/* Registers `run(job) -> Promise<outputs>` for checks whose runner is `name`. */
-export function registerCheckRunner(name, run) {
-  if (typeof name !== "string" || !name || typeof run !== "function") {
-    throw new TypeError("registerCheckRunner(name: string, run: async (job) => outputs)");
-  }
-  runners.set(name, run);
-}
+const state = {ex: null, step: null, editor: null, scratch: null, hintsShown: 0, running: false,
+               files: {}, lastOut: null, confirmAction: null,
+               confirmOpener: null, otherTab: null, otherTabOpener: null};
+const runtime = getRuntime();
 
-let gpuPromise = null;
-registerCheckRunner("webgpu", async (job) => {
-  const gpuModule = await import("./gpu.js");
-  if (!gpuPromise) gpuPromise = gpuModule.openGpu();
-  let gpu;
-  try {
-    gpu = await gpuPromise;
-  } catch (error) {
-    gpuPromise = null;
-    throw error;
-  }
-  const {outputs} = await gpuModule.runSpec(gpu, job);
-  return outputs;
-});
+const draftKey = () => `${state.ex.id}/${state.step.id}`;
 
 function notice(id, text) {
   const box = $(id);
   box.hidden = !text;
   box.textContent = text || "";
 }
+
+function showDraftState(text, stateName) {
+  const line = $("draft-state");
+  line.textContent = text;
+  line.dataset.state = stateName;
+  $("other-tab-reopen").hidden = stateName !== "conflict";
+}
+
+const saver = new DraftSaver({
+  onState: (editor, text, stateName) => { if (editor === state.editor) showDraftState(text, stateName); },
+  onConflict: (entry) => askAboutOtherTab(entry),
+});
 
 /* ---- data ---------------------------------------------------------------------------------- */
 
@@ -113,98 +90,16 @@ async function loadData(files) {
   return resp.json();
 }
 
-function readStore(name) {
-  try {
-    const doc = JSON.parse(localStorage.getItem(name) || "{}");
-    return doc && typeof doc === "object" && !Array.isArray(doc) ? doc : {};
-  } catch (error) {
-    return {};
-  }
-}
-
-/* Sets (or with value undefined, removes) one entry; false when storage is unavailable. */
-function writeStore(name, key, value) {
-  try {
-    const all = readStore(name);
-    if (value === undefined) delete all[key];
-    else all[key] = value;
-    localStorage.setItem(name, JSON.stringify(all));
-    return true;
-  } catch (error) {
-    return false;
-  }
-}
-
-const drafts = () => readStore(DRAFTS_KEY);
-const saveDraft = (key, code) => writeStore(DRAFTS_KEY, key, code);
-
-/* ---- page state ---------------------------------------------------------------------------- */
-
-const state = {ex: null, step: null, editor: null, scratch: null, hintsShown: 0, running: false,
-               files: {}, settingText: false, pendingSave: null, lastOut: null, runs: 0,
-               confirmAction: null};
-const runtime = getRuntime();
-
-function draftKey() {
-  return `${state.ex.id}/${state.step.id}`;
-}
-
-/* ---- drafts: saved per step as the learner types ------------------------------------------- */
-
-function clockTime(iso) {
-  return new Date(iso).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", second: "2-digit"});
-}
-
-function showDraftState(text, stateName) {
-  const line = $("draft-state");
-  line.textContent = text;
-  line.dataset.state = stateName;
-}
-
-/* Saves what is pending now (before the step or the page changes, and after a pause in typing);
- * the key is the step the text was typed in, not the step shown when the timer fires. */
-function flushDraft() {
-  const pending = state.pendingSave;
-  if (!pending) return;
-  clearTimeout(pending.timer);
-  state.pendingSave = null;
-  const ok = saveDraft(pending.key, pending.editor.getValue());
-  if (pending.editor === state.editor) {
-    if (ok) showDraftState(`Draft saved in this browser at ${clockTime(new Date().toISOString())}.`, "saved");
-    else showDraftState("This browser does not let the page save drafts: copy your code before you leave.", "unsaved");
-  }
-}
-
-function scheduleSave(editor, key) {
-  if (state.settingText) return;
-  if (state.pendingSave && state.pendingSave.key !== key) flushDraft();
-  if (state.pendingSave) clearTimeout(state.pendingSave.timer);
-  state.pendingSave = {key, editor, timer: setTimeout(flushDraft, DRAFT_SAVE_DELAY_MS)};
-  if (editor === state.editor) showDraftState("Saving your draft…", "pending");
-}
-
-function setEditorText(editor, text) {
-  state.settingText = true;
-  try {
-    editor.setValue(text);
-  } finally {
-    state.settingText = false;
-  }
-}
-
 /* ---- replacing the editor's code: ask first, keep the draft -------------------------------- */
 
-function keptDraft() {
-  const kept = readStore(KEPT_KEY)[draftKey()];
-  return kept && typeof kept.code === "string" ? kept : null;
-}
-
 function showKeptDraft() {
-  const kept = keptDraft();
+  const kept = keptDraft(draftKey());
   $("kept-draft").hidden = !kept;
   if (kept) {
-    $("kept-draft-text").textContent = `Your draft from ${clockTime(kept.at)} was set aside when the ` +
-        `${kept.by === "solution" ? "solution" : "starter"} was loaded.`;
+    const why = {solution: "the solution was loaded", starter: "the starter was loaded",
+                 "other-tab": "you took another tab's version", import: "a work file was imported"};
+    $("kept-draft-text").textContent = `Your draft from ${clockTime(kept.at)} was set aside when ` +
+        `${why[kept.by] || why.starter}.`;
   }
 }
 
@@ -218,26 +113,32 @@ function askToReplace(by) {
   $("confirm-replace").hidden = false;
   $("confirm-replace").dataset.by = by;
   state.confirmAction = by;
+  state.confirmOpener = document.activeElement;
   $("confirm-replace-yes").focus();
 }
 
-function closeConfirm() {
+/* Closes the question; `refocus` puts focus back where it was when the question opened. */
+function closeConfirm(refocus = false) {
+  if ($("confirm-replace").hidden) return;
   $("confirm-replace").hidden = true;
   state.confirmAction = null;
+  const opener = state.confirmOpener;
+  state.confirmOpener = null;
+  if (refocus && opener && opener.isConnected && !opener.disabled) opener.focus();
 }
 
 function replaceEditor(by) {
   if (by !== "solution" && by !== "starter") return;
   closeConfirm();
-  flushDraft();
+  saver.flush();
   const step = state.step;
   const text = by === "solution" ? step.solution : step.starter;
   const current = state.editor.getValue();
   if (current !== text && current !== step.starter && current !== step.solution) {
-    writeStore(KEPT_KEY, draftKey(), {code: current, at: new Date().toISOString(), by});
+    keepDraft(draftKey(), current, by);
   }
-  setEditorText(state.editor, text);
-  saveDraft(draftKey(), text);
+  saver.setText(state.editor, text);
+  saver.write(draftKey(), state.editor, text);
   // Viewed before the step was passed: it counts as "solution viewed" (a step solved first stays solved).
   if (by === "solution" && !isDone("exercises", state.ex.id, step.id)) {
     noteStep("exercises", state.ex.id, step.id, {solution_viewed: true});
@@ -247,16 +148,50 @@ function replaceEditor(by) {
 }
 
 function restoreDraft() {
-  const kept = keptDraft();
+  const kept = keptDraft(draftKey());
   if (!kept) return;
-  flushDraft();
-  setEditorText(state.editor, kept.code);
-  saveDraft(draftKey(), kept.code);
-  writeStore(KEPT_KEY, draftKey(), undefined);
+  saver.flush();
+  saver.setText(state.editor, kept.code);
+  saver.write(draftKey(), state.editor, kept.code);
+  dropKeptDraft(draftKey());
   showKeptDraft();
   showDraftState("Your draft is back in the editor.", "saved");
   state.editor.focus();
 }
+
+/* ---- another tab changed this step's draft: the learner chooses ---------------------------- */
+
+function askAboutOtherTab(entry) {
+  if (entry.editor !== state.editor && entry.editor !== state.scratch) return;
+  state.otherTab = entry.key;
+  const which = entry.key.endsWith("#scratch") ? "scratch cell" : "code";
+  $("other-tab-text").textContent = `Another tab changed this step's ${which} at ` +
+      `${clockTime(new Date().toISOString())}. Nothing is saved here until you choose: keep this ` +
+      "tab's version (the other tab is told), or take the other tab's (yours is kept: Restore my draft).";
+  $("other-tab").hidden = false;
+  state.otherTabOpener = document.activeElement;
+  $("other-tab-theirs").focus();
+}
+
+function closeOtherTab(refocus = false) {
+  if ($("other-tab").hidden) return;
+  $("other-tab").hidden = true;
+  const opener = state.otherTabOpener;
+  state.otherTabOpener = null;
+  if (!refocus) return;
+  if (opener && opener.isConnected && !opener.hidden && !opener.closest("[hidden]")) opener.focus();
+  else state.editor.focus();
+}
+
+function resolveOtherTab(mine) {
+  const key = state.otherTab;
+  if (mine) saver.keepMine(key);
+  else saver.takeTheirs(key);
+  showKeptDraft();
+  closeOtherTab(true);
+}
+
+/* ---- the exercise and its steps ------------------------------------------------------------ */
 
 function renderExerciseList(all, current) {
   const nav = $("exercise-list");
@@ -268,26 +203,42 @@ function renderExerciseList(all, current) {
   }
 }
 
+function stepMark(step) {
+  const done = isDone("exercises", state.ex.id, step.id);
+  const viewed = Boolean(stepRecord(state.ex.id, step.id).solution_viewed);
+  const text = done ? (viewed ? "✓ done, solution viewed" : "✓ solved")
+    : (viewed ? `solution viewed · ${step.minutes} min` : `${step.minutes} min`);
+  return {done, viewed, text};
+}
+
+/* The step tabs: built once, then updated in place, so a tab keeps keyboard focus and a click
+ * never lands on a tab that is being replaced. */
 function renderLadder() {
   const nav = $("ladder");
-  nav.replaceChildren();
-  state.ex.steps.forEach((step, index) => {
-    const done = isDone("exercises", state.ex.id, step.id);
-    const viewed = Boolean(stepRecord(state.ex.id, step.id).solution_viewed);
-    const mark = done ? (viewed ? "✓ done, solution viewed" : "✓ solved")
-      : (viewed ? `solution viewed · ${step.minutes} min` : `${step.minutes} min`);
-    const button = el("button", {
-      type: "button", class: "ladder-step" + (step.id === state.step.id ? " current" : ""),
-      "data-testid": "step-tab", "data-step": step.id, "data-done": done ? "1" : "0",
-      "data-solution-viewed": viewed ? "1" : "0",
-      "aria-current": step.id === state.step.id ? "step" : null,
-    }, el("span", {class: "n", text: String(index + 1)}),
-       el("span", {class: "kind", text: step.kind}),
-       el("span", {class: "title", text: step.title}),
-       el("span", {class: "mark", "data-testid": "step-mark", text: mark}));
-    button.addEventListener("click", () => selectStep(step.id, true));
-    nav.append(button);
-  });
+  if (nav.dataset.exercise !== state.ex.id) {
+    nav.dataset.exercise = state.ex.id;
+    nav.replaceChildren(...state.ex.steps.map((step, index) => {
+      const button = el("button", {type: "button", class: "ladder-step", "data-testid": "step-tab",
+                                   "data-step": step.id},
+                        el("span", {class: "n", text: String(index + 1)}),
+                        el("span", {class: "kind", text: step.kind}),
+                        el("span", {class: "title", text: step.title}),
+                        el("span", {class: "mark", "data-testid": "step-mark"}));
+      button.addEventListener("click", () => selectStep(step.id, true));
+      return button;
+    }));
+  }
+  for (const button of nav.querySelectorAll("[data-testid=step-tab]")) {
+    const step = state.ex.steps.find((s) => s.id === button.dataset.step);
+    const {done, viewed, text} = stepMark(step);
+    const current = step.id === state.step.id;
+    button.classList.toggle("current", current);
+    button.dataset.done = done ? "1" : "0";
+    button.dataset.solutionViewed = viewed ? "1" : "0";
+    if (current) button.setAttribute("aria-current", "step");
+    else button.removeAttribute("aria-current");
+    button.querySelector(".mark").textContent = text;
+  }
 }
 
 function renderPanels(panels) {
@@ -322,7 +273,7 @@ function showLocalChecks(step) {
 }
 
 function selectStep(stepId, pushUrl) {
-  flushDraft();
+  saver.flush();
   closeConfirm();
   const step = state.ex.steps.find((s) => s.id === stepId) || state.ex.steps[0];
   state.step = step;
@@ -340,8 +291,10 @@ function selectStep(stepId, pushUrl) {
   const math = renderMath(statement);
   if (math.error) notice("editor-notice", math.error);
   renderPanels((state.ex.extra.panels || []).filter((p) => !p.steps || p.steps.includes(step.id)));
-  const saved = drafts()[draftKey()];
-  setEditorText(state.editor, saved !== undefined ? saved : step.starter);
+  const saved = savedDraft(draftKey());
+  closeOtherTab();
+  saver.shows(draftKey(), state.editor, saved);
+  saver.setText(state.editor, saved !== undefined ? saved : step.starter);
   state.editor.refresh();
   showDraftState(saved !== undefined && saved !== step.starter
     ? "Your saved draft for this step is in the editor." : "", "idle");
@@ -349,43 +302,25 @@ function selectStep(stepId, pushUrl) {
   const python = (step.language || "python") === "python";
   $("scratch").hidden = !python;
   if (python && state.scratch) {
-    const scratchSaved = drafts()[`${draftKey()}#scratch`];
-    setEditorText(state.scratch, scratchSaved !== undefined ? scratchSaved : "");
+    const scratchSaved = savedDraft(`${draftKey()}#scratch`);
+    saver.shows(`${draftKey()}#scratch`, state.scratch, scratchSaved);
+    saver.setText(state.scratch, scratchSaved !== undefined ? scratchSaved : "");
     state.scratch.refresh();
   }
-  $("scratch-output").replaceChildren();
-  $("scratch-output").dataset.state = "idle";
-  const predict = step.kind === "Predict";
-  $("run-checks").textContent = predict ? "Submit prediction" : "Run checks";
+  scratchCell.reset();  // another step's cell starts from a fresh namespace
+  $("run-checks").textContent = step.kind === "Predict" ? "Submit prediction" : "Run checks";
   updateLoadSolution();
   $("hints").replaceChildren();
   $("next-hint").disabled = step.hints.length === 0;
   $("next-hint").textContent = `Show a hint (${step.hints.length} left)`;
-  clearResults(step);
-  showLocalChecks(step);
-  $("results-plot").hidden = !(state.ex.extra.results && step.checks.some((c) => c.runner === "local"));
-  if (!$("results-plot").hidden) drawResults(state.ex.extra.results);
-}
-
-function clearResults(step) {
-  const list = $("results");
-  list.replaceChildren();
-  list.dataset.state = "idle";
-  for (const c of step.checks.filter((x) => x.runner !== "local")) {
-    list.append(el("li", {class: "check", "data-check": c.id},
-                   el("span", {class: "badge", text: "not run"}), el("strong", {text: c.title})));
-  }
-  $("results-summary").textContent = isDone("exercises", state.ex.id, step.id)
-    ? "You passed this step before. Run the checks again any time." : "Not run yet.";
-  $("results-summary").dataset.state = "idle";
-  $("report").replaceChildren();
+  clearResults(step, isDone("exercises", state.ex.id, step.id));
+  showCodeProblem(null, "");
   state.lastOut = null;
-  showPredictBox();
-  $("output-streams").replaceChildren();
-  $("run-output").dataset.state = "idle";
+  showPredictBox(state.ex, step);
+  showLocalChecks(step);
+  document.dispatchEvent(new CustomEvent("exercise:step",
+      {detail: {exercise: state.ex, step, files: state.files}}));
 }
-
-/* ---- hints --------------------------------------------------------------------------------- */
 
 function nextHint() {
   const hints = state.step.hints;
@@ -400,421 +335,95 @@ function nextHint() {
   $("next-hint").disabled = left === 0;
 }
 
-/* ---- results ------------------------------------------------------------------------------- */
-
-const DETAIL_LABELS = [
-  ["expected", "expected"], ["got", "got"], ["tolerance", "tolerance"],
-  ["max_abs_err", "max |Δ|"], ["where", "at index"], ["shapes", "input shapes"],
-];
-
-function formatValue(key, value) {
-  if (key === "shapes" && value && typeof value === "object") {
-    return Object.entries(value).map(([name, shape]) => `${name} (${shape.join(", ")})`).join(", ");
-  }
-  if (key === "max_abs_err" && typeof value === "number") return value.toPrecision(3);
-  if (Array.isArray(value)) return `[${value.join(", ")}]`;
-  return String(value);
-}
-
-function renderTable(table, caption) {
-  const t = el("table", {class: "matrix"});
-  if (caption) t.append(el("caption", {text: caption}));
-  const head = el("tr");
-  for (const col of table.columns) head.append(el("th", {scope: "col", text: col.replace(/^test_/, "test_\u200b")}));
-  t.append(el("thead", {}, head));
-  const body = el("tbody");
-  for (const row of table.rows) {
-    const tr = el("tr");
-    row.forEach((cell, i) => {
-      if (i === 0) tr.append(el("th", {scope: "row", text: cell}));
-      else tr.append(el("td", {class: `cell-${String(cell).split(":")[0].toLowerCase()}`, text: cell}));
-    });
-    body.append(tr);
-  }
-  t.append(body);
-  return t;
-}
-
-/* A wrong prediction's feedback without the answer: which parts are right and wrong (a check's
- * `parts` detail, {part: "right" | "wrong"}) or which way a number is off. */
-function withheldFeedback(result) {
-  if (result.parts && typeof result.parts === "object") {
-    const names = (verdict) => Object.keys(result.parts).filter((k) => result.parts[k] === verdict);
-    const right = names("right");
-    const wrong = names("wrong");
-    return `Right: ${right.length ? right.join(", ") : "none"}. Wrong: ${wrong.length ? wrong.join(", ") : "none"}.`;
-  }
-  const expected = Number(result.expected);
-  const got = Number(result.got);
-  if (result.expected !== undefined && result.got !== undefined && isFinite(expected) && isFinite(got)) {
-    return `Your number is too ${got > expected ? "high" : "low"}` +
-        (result.tolerance ? ` (allowed: ${result.tolerance}).` : ".");
-  }
-  return "Not right yet.";
-}
-
-function renderCheck(result, withhold = false) {
-  const li = el("li", {class: `check status-${result.status}`, "data-testid": "check",
-                       "data-status": result.status, "data-check": result.id},
-                el("span", {class: "badge", text: result.status}),
-                el("strong", {text: result.title}));
-  if (withhold && result.status === "fail") {
-    li.dataset.withheld = "1";
-    li.append(el("div", {class: "message", "data-testid": "withheld", text: withheldFeedback(result)}));
-    return li;
-  }
-  if (result.message) li.append(el("div", {class: "message", text: result.message}));
-  const rows = DETAIL_LABELS.filter(([key]) => result[key] !== undefined && result[key] !== null);
-  if (rows.length) {
-    const dl = el("dl", {class: "details"});
-    for (const [key, label] of rows) {
-      dl.append(el("dt", {text: label}), el("dd", {text: formatValue(key, result[key])}));
-    }
-    li.append(dl);
-  }
-  if (result.table) li.append(renderTable(result.table, "live kill matrix (weak suite)"));
-  return li;
-}
-
-/* Predict steps withhold the answer of a wrong prediction until the learner asks for it. */
-function withholding(out) {
-  if (state.step.kind !== "Predict" || out.passed) return false;
-  return !stepRecord(state.ex.id, state.step.id).revealed;
-}
-
-function renderResults(out, roundTripMs) {
-  const list = $("results");
-  list.replaceChildren();
-  const graded = out.checks.filter((c) => c.status !== "local");
-  const withhold = withholding(out);
-  for (const c of graded) list.append(renderCheck(c, withhold));
-  list.dataset.withheld = withhold ? "1" : "0";
-  const passed = graded.filter((c) => c.status === "pass").length;
-  const summary = $("results-summary");
-  summary.textContent = `${passed} of ${graded.length} checks pass. Graded in ` +
-      `${out.elapsed_ms.toFixed(0)} ms in Python (${roundTripMs.toFixed(0)} ms round trip).` +
-      (out.passed ? " Step complete — saved to your progress." : "");
-  summary.dataset.state = out.passed ? "passed" : "failed";
-  summary.dataset.elapsedMs = String(out.elapsed_ms);
-  summary.dataset.roundTripMs = String(Math.round(roundTripMs));
-  list.dataset.state = "done";
-  const report = $("report");
-  report.replaceChildren();
-  if (out.report && out.report.table && !withhold) {
-    report.append(renderTable(out.report.table, out.report.title || "Your suite's kill matrix, computed live in this page"));
-  }
-  showPredictBox();
-}
-
-/* ---- Predict steps: first prediction, answer on request ------------------------------------ */
-
-function describeAnswer(answer) {
-  if (!answer || typeof answer !== "object" || !Object.keys(answer).length) return "(nothing recorded)";
-  return Object.entries(answer).map(([name, value]) => `${name} = ${JSON.stringify(value)}`).join("; ");
-}
-
-function showPredictBox() {
-  const box = $("predict-box");
-  const predict = state.step && state.step.kind === "Predict";
-  box.hidden = !predict;
-  if (!predict) return;
-  const rec = stepRecord(state.ex.id, state.step.id);
-  const attempted = Boolean(rec.first);
-  const open = Boolean(rec.revealed || rec.done);
-  const note = $("predict-note");
-  if (!attempted) {
-    note.textContent = "Your first submission is recorded as your prediction. A wrong one shows " +
-        "what is right and wrong; the answer is shown only when you ask, after an attempt.";
-  } else if (!open) {
-    note.textContent = "Your prediction is recorded. Try again, or reveal the answer (the step " +
-        "then counts as \u201csolution viewed\u201d).";
-  } else {
-    note.textContent = rec.done && !rec.revealed ? "You predicted it." : "The answer is shown with the checks.";
-  }
-  const reveal = $("reveal-answer");
-  reveal.hidden = !attempted || open;
-  const first = $("first-prediction");
-  first.hidden = !(attempted && open);
-  first.replaceChildren();
-  if (attempted && open) {
-    const verdicts = Object.entries(rec.first.checks || {}).map(([id, status]) => `${id}: ${status}`).join(", ");
-    first.append(el("p", {}, el("strong", {text: "Your first prediction"}),
-                    ` (${clockTime(rec.first.at)}): ${describeAnswer(rec.first.answer)}`),
-                 el("p", {class: "small", text: `Its checks: ${verdicts || "none ran"}. The truth is ` +
-                          "in each check's \u201cexpected\u201d above."}));
-  }
-}
-
-function recordFirstPrediction(out) {
-  if (state.step.kind !== "Predict" || stepRecord(state.ex.id, state.step.id).first) return;
-  const checks = {};
-  for (const c of out.checks) if (c.status !== "local") checks[c.id] = c.status;
-  noteStep("exercises", state.ex.id, state.step.id,
-           {first: {answer: out.record || {}, checks, passed: Boolean(out.passed), at: new Date().toISOString()}});
-}
-
-function revealAnswer() {
-  noteStep("exercises", state.ex.id, state.step.id, {revealed: true, solution_viewed: true});
-  if (state.lastOut) renderResults(state.lastOut.out, state.lastOut.roundTripMs);
-  showPredictBox();
-  updateLoadSolution();
-}
-
-/* Load solution on a Predict step hands over the answer, so it waits for an attempt too. */
 function updateLoadSolution() {
   const button = $("load-solution");
-  const locked = state.step.kind === "Predict" && !stepRecord(state.ex.id, state.step.id).first;
+  const locked = solutionLocked(state.ex, state.step);
   button.disabled = locked;
   button.title = locked ? "Submit a prediction first: the solution holds the answer." : "";
 }
 
-/* ---- the learner's output ------------------------------------------------------------------ */
-
-const STREAMS = [["stdout", "printed (stdout)"], ["stderr", "stderr (warnings, errors)"],
-                 ["traceback", "traceback"], ["value", "value of the last line"]];
-
-function renderStreams(host, out, emptyText) {
-  host.replaceChildren();
-  let any = false;
-  for (const [key, label] of STREAMS) {
-    const text = out[key];
-    if (typeof text !== "string" || text === "") continue;
-    any = true;
-    host.append(el("h4", {text: label}),
-                el("pre", {class: `stream stream-${key}`, "data-testid": key, text}));
+function onRevealAnswer() {
+  revealAnswer(state.ex, state.step);
+  if (state.lastOut) {
+    const {out, roundTripMs, refused} = state.lastOut;
+    renderResults(out, roundTripMs, withholding(state.ex, state.step, out), {refused, shown: COMPLETENESS_CHECKS});
   }
-  if (!any) host.append(el("p", {class: "small", "data-testid": "no-output", text: emptyText}));
+  showPredictBox(state.ex, state.step);
+  updateLoadSolution();
 }
 
-function showRunOutput(out) {
-  state.runs += 1;
-  const box = $("run-output");
-  const host = $("output-streams");
-  renderStreams(host, out, "Your code printed nothing.");
-  host.prepend(el("p", {class: "small run-stamp", "data-testid": "run-stamp",
-                         text: `Run ${state.runs} at ${clockTime(new Date().toISOString())}`}));
-  box.dataset.state = "done";
-  box.dataset.run = String(state.runs);
+/* The line that stops the learner's code from loading, marked in the editor and named (with
+ * the page's Python version when a newer Python would take it); nothing when it loads. */
+function showCodeProblem(out, code) {
+  state.editor.clearMarks();
+  const box = $("code-problem");
+  const problem = out && (state.step.language || "python") === "python" ? codeProblem(out, code) : null;
+  box.hidden = !problem;
+  if (!problem) return;
+  const line = state.editor.markLine(problem.line, "py-error-line");
+  box.dataset.line = String(line);
+  box.dataset.newer = problem.newer ? problem.newer.version : "";
+  $("code-problem-text").textContent = describeProblem(problem, runtime.info && runtime.info.python);
+  $("code-problem-go").textContent = `Go to line ${line}`;
 }
 
-function showLostOutput(message) {
-  state.runs += 1;
-  const host = $("output-streams");
-  host.replaceChildren(el("p", {class: "small", "data-testid": "no-output",
-                                text: `Run ${state.runs}: ${message}`}));
-  $("run-output").dataset.state = "error";
+const scratchCell = new ScratchCell(runtime);
+
+function runScratch() {
+  if ($("run-scratch").disabled || $("scratch").hidden) return;
+  saver.flush();
+  scratchCell.run({exercise: state.ex.id, step: state.step.id, definitions: state.editor.getValue(),
+                   code: state.scratch.getValue()}, {onRestart: watchRuntime});
 }
 
-/* ---- the scratch cell ---------------------------------------------------------------------- */
-
-async function runScratch() {
-  if (state.scratchRunning) return;
-  state.scratchRunning = true;
-  $("run-scratch").disabled = true;
-  flushDraft();
-  const output = $("scratch-output");
-  output.dataset.state = "running";
-  output.replaceChildren(el("p", {class: "small", text: "Running…"}));
-  try {
-    const out = await runtime.call("exercises.scratch", {
-      exercise: state.ex.id, step: state.step.id,
-      definitions: state.editor.getValue(), code: state.scratch.getValue(),
-    }, {timeoutMs: TIME_LIMIT_MS});
-    renderStreams(output, out, "Nothing printed, and the last line is not an expression with a value.");
-    output.dataset.state = out.traceback ? "error" : "done";
-  } catch (error) {
-    const limited = /time limit/.test(error.message);
-    output.replaceChildren(el("p", {class: "notice", text: limited
-      ? `Stopped after ${TIME_LIMIT_MS / 1000} s (an infinite loop?). Python was restarted.`
-      : `The scratch cell could not run: ${error.message}`}));
-    output.dataset.state = "error";
-    if (limited) watchRuntime();
-  } finally {
-    state.scratchRunning = false;
-    $("run-scratch").disabled = $("runtime-status").dataset.state !== "ready";
-  }
-}
-
-/* ---- which Python ------------------------------------------------------------------------- */
-
-function newer(version, than) {
-  const a = String(version).split(".").map(Number);
-  const b = String(than).split(".").map(Number);
-  for (let i = 0; i < Math.max(a.length, b.length); i += 1) {
-    const x = a[i] || 0;
-    const y = b[i] || 0;
-    if (x !== y) return x > y;
-  }
-  return false;
-}
-
-function showRuntimeNote(info) {
-  const note = $("runtime-note");
-  if (!info) return;
-  const py = PYTHON_NEWER.filter(([v]) => newer(v, info.python));
-  const np = NUMPY_NEWER.filter(([v]) => newer(v, info.numpy));
-  const missing = py.map(([v, what]) => el("li", {text: `${what} (Python ${v})`}))
-    .concat(np.map(([v, what]) => el("li", {text: `${what} (NumPy ${v})`})));
-  note.replaceChildren(`Your code runs on Python ${info.python} with NumPy ${info.numpy} ` +
-                       `(Pyodide ${info.pyodide}), not the Python on your machine.`);
-  if (missing.length) {
-    note.append(" ", el("details", {class: "rules-out"},
-                        el("summary", {text: `What that rules out (${missing.length} newer features)`}),
-                        el("ul", {}, ...missing)));
-  }
-  note.dataset.state = "ready";
-  note.dataset.python = info.python;
-  note.dataset.numpy = info.numpy;
-}
-
-function renderFailure(message) {
-  const list = $("results");
-  list.replaceChildren();
-  showLostOutput("no output: Python stopped before it could send any back.");
-  for (const c of state.step.checks.filter((x) => x.runner !== "local")) {
-    list.append(renderCheck({id: c.id, title: c.title, status: "error", message}));
-  }
-  list.dataset.state = "error";
-  $("results-summary").textContent = message;
-  $("results-summary").dataset.state = "error";
-}
-
-async function finishPending(out, code) {
-  let unusable = null;  // a runner's failsAll error: the code cannot be used by any check
-  for (let i = 0; i < out.checks.length; i += 1) {
-    const c = out.checks[i];
-    if (c.status !== "pending") continue;
-    const run = runners.get(c.runner);
-    if (!run) {
-      out.checks[i] = {...c, status: "error", job: undefined,
-                       message: `this page has no runner for "${c.runner}" checks`};
-      continue;
-    }
-    try {
-      const outputs = await run(c.job);
-      out.checks[i] = await runtime.call("exercises.verify", {
-        exercise: state.ex.id, step: state.step.id, check: c.id, code, job: c.job, outputs,
-      }, {timeoutMs: TIME_LIMIT_MS});
-    } catch (error) {
-      out.checks[i] = {...c, status: "error", job: undefined,
-                       message: `could not run on ${c.runner}: ${error.message}`};
-      if (error.failsAll && !unusable) unusable = error.message;
-    }
-  }
-  if (unusable) {
-    out.checks = out.checks.map((c) => (c.status === "local" ? c : {
-      id: c.id, title: c.title, runner: c.runner, status: "error",
-      message: c.status === "error" ? c.message : `not graded: ${unusable}`}));
-  }
-  const graded = out.checks.filter((c) => c.status !== "local");
-  out.passed = graded.length > 0 && graded.every((c) => c.status === "pass");
-  return out;
-}
+/* ---- running: the checks and the scratch cell ---------------------------------------------- */
 
 async function runChecks() {
-  if (state.running) return;
+  if (state.running || $("run-checks").disabled) return;
   state.running = true;
   $("run-checks").disabled = true;
-  flushDraft();
+  saver.flush();
+  const {ex, step} = state;
   const code = state.editor.getValue();
-  saveDraft(draftKey(), code);
-  $("results").dataset.state = "running";
-  $("results-summary").textContent = "Running your code…";
-  $("results-summary").dataset.state = "running";
+  saver.write(draftKey(), state.editor, code);
+  const untouched = untouchedRefusal(step, code);
+  if (untouched) {
+    showRefused(untouched);
+    state.running = false;
+    $("run-checks").disabled = false;
+    return;
+  }
+  showRunning();
   const started = performance.now();
   try {
-    let out = await runtime.call("exercises.grade", {exercise: state.ex.id, step: state.step.id, code},
-                                 {timeoutMs: TIME_LIMIT_MS});
-    if (out.checks.some((c) => c.status === "pending")) out = await finishPending(out, code);
-    recordFirstPrediction(out);
+    const out = await grade(runtime, {exercise: ex.id, step: step.id, code});
+    const refused = incompleteRefusal(step, out);
+    if (!refused) recordFirstPrediction(ex, step, out);
     const roundTripMs = performance.now() - started;
-    state.lastOut = {out, roundTripMs};
-    renderResults(out, roundTripMs);
+    state.lastOut = {out, roundTripMs, refused};
+    showCodeProblem(out, code);
+    renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS});
+    showPredictBox(ex, step);
     showRunOutput(out);
     updateLoadSolution();
-    // For modules named in exercise.extra.js_modules (e.g. js/wgsl-exercise.js's side panel).
     document.dispatchEvent(new CustomEvent("exercise:graded",
-        {detail: {exercise: state.ex.id, step: state.step.id, code, result: out}}));
+        {detail: {exercise: ex.id, step: step.id, code, result: out}}));
     if (out.passed) {
       const extra = out.record && Object.keys(out.record).length ? {answer: out.record} : null;
-      markStep("exercises", state.ex.id, state.step.id, extra);
+      markStep("exercises", ex.id, step.id, extra);
     }
   } catch (error) {
-    const limited = /time limit/.test(error.message);
-    renderFailure(limited
+    renderFailure(step, overran(error)
       ? `Stopped: your code ran longer than the time limit of ${TIME_LIMIT_MS / 1000} s ` +
         "(an infinite loop?). Python was restarted; fix the code and run the checks again."
       : `The checks could not run: ${error.message}`);
-    if (limited) watchRuntime();
+    if (overran(error)) watchRuntime();
   } finally {
     state.running = false;
     $("run-checks").disabled = false;
   }
 }
 
-/* ---- Triton results plot ------------------------------------------------------------------- */
-
-
-function loadScript(src) {
-  return new Promise((resolve, reject) => {
-    const s = document.createElement("script");
-    s.src = src;
-    s.onload = resolve;
-    s.onerror = () => reject(new Error(`${src} did not load`));
-    document.head.append(s);
-  });
-}
-
-async function drawResults(path) {
-  const note = $("plot-note");
-  if (!state.files[path]) {
-    note.textContent = `No recorded results in this build (${path} is missing): run the ` +
-        "benchmark on a GPU to produce them.";
-    note.dataset.state = "missing";
-    return;
-  }
-  try {
-    const resp = await fetch(path, {cache: "no-cache"});
-    if (!resp.ok) throw new Error(`HTTP ${resp.status} for ${path}`);
-    // Python's json.dump writes Infinity/NaN for missing timings; JSON has no such tokens.
-    const text = (await resp.text()).replace(/([:\[,]\s*)-?(Infinity|NaN)(?=\s*[,\]}])/g, "$1null");
-    const doc = JSON.parse(text);
-    if (!window.Chart) await loadScript("vendor/chartjs/chart.umd.js");
-    const rows = doc.results || [];
-    const env = doc.env || {};
-    const peak = Number(note.dataset.peakTflops);  // stamped from nlpcore.hardware by the build
-    note.textContent = `${env.gpu || env.gpu_name || "GPU"} · torch ${env.torch || "?"} · triton ` +
-        `${env.triton || "?"} · ${doc.dtype || "bf16"}, ${doc.tokens_per_batch || 16384} tokens per ` +
-        `batch. Command: ${doc.command || env.command || "bench/triton_h200.py"}. ` +
-        "Look for: ours vs SDPA flash (target ≥ 1×) and vs cuDNN; causal skips the tiles above the " +
-        "diagonal (about half the FLOPs), but its time reaches half only at long N." +
-        (peak > 0 ? ` Hover a bar for its fraction of the H200's ${peak} TFLOP/s dense bf16 peak.` : "");
-    note.dataset.state = "ready";
-    const labels = rows.map((r) => `d=${r.d} N=${r.n}${r.causal ? " causal" : ""}`);
-    for (const pass of ["fwd", "bwd"]) {
-      const datasets = TRITON_BACKENDS.map(({key, label, color}) => ({
-        label, backgroundColor: color,
-        data: rows.map((r) => {
-          const v = r[pass] && r[pass][key] && r[pass][key].tflops;
-          return typeof v === "number" && isFinite(v) ? v : null;
-        }),
-      }));
-      new window.Chart($(`plot-${pass}`), {
-        type: "bar", data: {labels, datasets},
-        options: {animation: false, responsive: false,
-                  plugins: {title: {display: true, text: `${pass === "fwd" ? "Forward" : "Backward"} TFLOP/s`},
-                            tooltip: {callbacks: {label: (ctx) => `${ctx.dataset.label}: ${ctx.parsed.y.toFixed(0)} TFLOP/s` +
-                                (peak > 0 ? ` (${(100 * ctx.parsed.y / peak).toFixed(0)}% of peak)` : "")}}},
-                  scales: {y: {beginAtZero: true, title: {display: true, text: "TFLOP/s"}}}},
-      });
-    }
-  } catch (error) {
-    note.textContent = `The recorded results could not be drawn: ${error.message}`;
-    note.dataset.state = "error";
-  }
-}
-
-/* ---- runtime status ------------------------------------------------------------------------ */
 
 function watchRuntime() {
   const status = $("runtime-status");
@@ -826,15 +435,58 @@ function watchRuntime() {
     status.dataset.state = "ready";
     status.textContent = "Python is ready.";
     $("run-checks").disabled = state.running;
-    $("run-scratch").disabled = Boolean(state.scratchRunning);
-    showRuntimeNote(runtime.info);
+    $("run-scratch").disabled = scratchCell.running;
+    showRuntimeNote($("runtime-note"), runtime.info);
   }, (error) => {
     status.dataset.state = "error";
     status.textContent = `Python (Pyodide) is unavailable, so checks cannot run here: ${error.message}`;
   });
 }
 
+/* ---- keyboard ------------------------------------------------------------------------------ */
+
+/* Says under an editor what Tab does now (see editor.js's onKeyMode). */
+function showKeyMode(line, mode, run) {
+  line.dataset.mode = mode;
+  line.textContent = mode === "leave"
+    ? "Tab now leaves the editor (Shift+Tab goes back); any other key returns to editing."
+    : mode === "indent" ? `Tab indents here. Esc, then Tab, leaves the editor. ${run}.` : "";
+}
+
+/* Page-wide keys: Ctrl/Cmd+Enter runs the checks from anywhere on the page (the editors handle
+ * it themselves); Esc closes the open question. */
+function listenForKeys() {
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented) return;
+    if (event.key === "Escape" && !$("confirm-replace").hidden) {
+      event.preventDefault();
+      closeConfirm(true);
+    } else if (event.key === "Escape" && !$("other-tab").hidden) {
+      event.preventDefault();  // decide later: nothing is saved for that draft until then
+      closeOtherTab(true);
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.target.closest(".CodeMirror")) {
+      event.preventDefault();
+      runChecks();
+    }
+  });
+}
+
 /* ---- start --------------------------------------------------------------------------------- */
+
+/* The exercise's own page modules (js/exercises/<id>.js), before the editor exists. */
+async function loadPageModules(ex) {
+  for (const module of ex.extra.js_modules || []) {
+    if (!state.files[module]) {
+      notice("ex-notice", `This build lacks ${module}, which this exercise's page needs.`);
+      continue;
+    }
+    try {
+      await import(new URL(`../${module}`, import.meta.url));
+    } catch (error) {
+      notice("ex-notice", `This exercise's page code (${module}) could not be loaded: ${error.message}.`);
+    }
+  }
+}
 
 async function main() {
   const params = new URLSearchParams(window.location.search);
@@ -870,46 +522,54 @@ async function main() {
   for (const source of ex.sources) $("source-list").append(el("li", {text: source}));
   $("sources").hidden = ex.sources.length === 0;
 
-  // Extra modules first: they may register check runners or a CodeMirror mode (e.g. "wgsl").
-  for (const module of ex.extra.js_modules || []) {
-    if (!state.files[module]) {
-      notice("ex-notice", `This build lacks ${module}, which this exercise needs for some checks.`);
-      continue;
-    }
-    try {
-      await import(new URL(`../${module}`, import.meta.url));
-    } catch (error) {
-      notice("ex-notice", `A check runner (${module}) could not be loaded: ${error.message}.`);
-    }
-  }
+  await loadPageModules(ex);
   const language = ex.extra.language || "python";
   if (language !== "python") {
     $("editor-label").textContent = `Your ${language.toUpperCase()} code — checked by Python ` +
         `(Pyodide) in this page and, for the GPU checks, run through WebGPU; each run has a time ` +
         `limit of ${TIME_LIMIT_MS / 1000} s`;
   }
-  state.editor = createEditor($("editor-host"), {label: "your code", mode: language});
+  const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks};
+  state.editor = createEditor($("editor-host"), {
+    label: "your code", mode: language, keys: runKeys,
+    onKeyMode: (mode) => showKeyMode($("editor-keys"), mode, "Ctrl+Enter (⌘+Enter) runs the checks"),
+  });
   if (state.editor.fallback) notice("editor-notice", state.editor.fallback);
-  state.scratch = createEditor($("scratch-host"), {label: "scratch cell", mode: "python"});
+  state.scratch = createEditor($("scratch-host"), {
+    label: "scratch cell", mode: "python", keys: {...runKeys, "Shift-Enter": runScratch},
+    onKeyMode: (mode) => showKeyMode($("scratch-keys"), mode, "Shift+Enter runs the cell"),
+  });
+  listenForKeys();
   selectStep(params.get("step"), false);
   onProgressChange(() => {
     renderLadder();
-    showPredictBox();
+    showPredictBox(state.ex, state.step);
   });
 
   $("run-checks").addEventListener("click", runChecks);
   $("run-scratch").addEventListener("click", runScratch);
+  $("reset-scratch").addEventListener("click", () => scratchCell.reset());
   $("next-hint").addEventListener("click", nextHint);
   $("load-solution").addEventListener("click", () => askToReplace("solution"));
   $("reset-code").addEventListener("click", () => askToReplace("starter"));
   $("confirm-replace-yes").addEventListener("click", () => replaceEditor(state.confirmAction));
-  $("confirm-replace-no").addEventListener("click", closeConfirm);
+  $("confirm-replace-no").addEventListener("click", () => closeConfirm(true));
   $("restore-draft").addEventListener("click", restoreDraft);
-  $("reveal-answer").addEventListener("click", revealAnswer);
-  state.editor.onChange(() => scheduleSave(state.editor, draftKey()));
-  state.scratch.onChange(() => scheduleSave(state.scratch, `${draftKey()}#scratch`));
-  window.addEventListener("pagehide", flushDraft);
-  document.addEventListener("visibilitychange", flushDraft);
+  $("code-problem-go").addEventListener("click", () => state.editor.jumpTo(Number($("code-problem").dataset.line)));
+  $("other-tab-mine").addEventListener("click", () => resolveOtherTab(true));
+  $("other-tab-theirs").addEventListener("click", () => resolveOtherTab(false));
+  $("other-tab-reopen").addEventListener("click", () => {
+    $("other-tab").hidden = false;
+    state.otherTabOpener = $("other-tab-reopen");
+    $("other-tab-theirs").focus();
+  });
+  saver.watchOtherTabs();
+  mountWorkFile({before: () => saver.flush(), after: () => selectStep(state.step.id, false)});
+  $("reveal-answer").addEventListener("click", onRevealAnswer);
+  state.editor.onChange(() => saver.schedule(state.editor, draftKey()));
+  state.scratch.onChange(() => saver.schedule(state.scratch, `${draftKey()}#scratch`));
+  window.addEventListener("pagehide", () => saver.flush());
+  document.addEventListener("visibilitychange", () => saver.flush());
   runtime.onProgress((ev) => {
     if ($("runtime-status").dataset.state === "loading" && ev && ev.message) {
       $("runtime-status").textContent = `Starting Python: ${ev.message}`;

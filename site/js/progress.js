@@ -182,6 +182,16 @@ export function solutionViewedSteps(id) {
   return Object.keys(steps).filter((k) => steps[k] && steps[k].done && steps[k].solution_viewed);
 }
 
+// Replaces the whole document with `doc` (a progress document, e.g. from an imported file);
+// throws TypeError naming what is wrong when it is not one.
+export function saveProgressDocument(doc) {
+  const reason = problemWith(doc);
+  if (reason) throw new TypeError(`not a progress document: ${reason}`);
+  write(doc);
+  notify(doc);
+  return doc;
+}
+
 // Removes all saved progress (the index page offers this as a button).
 export function resetProgress() {
   const fresh = emptyProgress();

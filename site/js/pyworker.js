@@ -9,16 +9,22 @@
  *
  * Requests {id, name, payload} are answered with {id, result} or {id, error, traceback}:
  * nlpcore.web.call_json(name, json) runs the Python function (see py/nlpcore/web/__init__.py).
- * Bytes (typed arrays) and non-finite numbers travel through that JSON tagged as
+ * Bytes (typed arrays) and non-finite numbers travel through that JSON (nlpcore.plain) tagged as
  * {"__bytes__": base64} and {"__float__": "inf"|"-inf"|"nan"}; replies carry Uint8Array.
  *
  * The only Python source here is fixed bootstrap text; learner code and every value travel
  * as arguments, never pasted into source strings.
+ *
+ * Started as pyworker.js?role=judge, the worker is a grade's judge: it answers only the calls
+ * that judge (JUDGE_CALLS), none of which runs learner code, so its Python never sees any.
  */
 "use strict";
 
 const SITE = new URL("../", self.location.href);  // js/pyworker.js -> site root
 const INDEX_URL = new URL("vendor/pyodide/", SITE).href;
+
+const ROLE = new URLSearchParams(self.location.search).get("role") || "learner";
+const JUDGE_CALLS = new Set(["exercises.judge", "exercises.conclude", "exercises.verify"]);
 
 let web = null;          // PyProxy of the nlpcore.web module once booted
 let bootError = null;    // a stated reason when booting failed
@@ -152,6 +158,10 @@ function answer(message) {
   const {id, name, payload} = message;
   if (bootError) {
     self.postMessage({id, error: `Python is unavailable: ${bootError}`});
+    return;
+  }
+  if (ROLE === "judge" && !JUDGE_CALLS.has(name)) {
+    self.postMessage({id, error: `ValueError: the judge worker answers only ${[...JUDGE_CALLS].join(", ")}, not ${name}`});
     return;
   }
   try {

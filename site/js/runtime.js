@@ -1,6 +1,7 @@
-/* The page's client for the Python worker (js/pyworker.js).
+/* The page's client for the Python workers (js/pyworker.js).
  *
- *   const rt = getRuntime();
+ *   const rt = getRuntime();                     // the worker that runs learner code
+ *   const judge = getJudge();                    // a second worker that never does
  *   rt.onProgress(({stage, message}) => ...);   // runtime | numpy | nlpcore | ready | error
  *   await rt.ready;                              // rejects with a stated reason on boot failure
  *   const out = await rt.call("lab.prepare", {n: 64, d: 32}, {timeoutMs: 60000});
@@ -11,20 +12,25 @@
  * message is the Python exception's last line; `error.traceback` keeps the full text.
  * Every progress event also sets <html data-runtime="<stage>"> (tests wait on "ready").
  *
- * Isolation: calls that run learner code (LEARNER_CALLS) come back with `restored`, what the
- * Python side had to undo after the learner's code (nlpcore.lab.framework.isolated). When it is
- * not empty the submission reached into the interpreter, and the worker is replaced by a fresh
- * one after the answer is delivered, so nothing it did can reach a later grade or page action.
- * Honest code restores nothing and keeps the warm worker. <html data-runtime-starts> counts
- * the workers started.
+ * Isolation: a result of the learner worker that carries a non-empty `restored` list (what the
+ * Python side had to undo after the learner's code, nlpcore.lab.session.isolated) means the
+ * submission reached into the interpreter: the worker is replaced by a fresh one after the
+ * answer is delivered, so nothing it did can reach a later grade or page action. Honest code
+ * restores nothing and keeps the warm worker. <html data-runtime-starts> counts the workers
+ * started.
+ *
+ * Judging: a grade's expected values and verdicts are computed in the judge worker (role
+ * "judge"; js/check-runner.js sends it the learner worker's collected data), which never runs
+ * learner code and answers only the judge's calls. It boots alongside the learner worker, its
+ * progress on <html data-judge="<stage>">.
  */
 
 const DEFAULT_TIMEOUT_MS = 120000;
-const LEARNER_CALLS = new Set(["exercises.grade", "exercises.scratch", "exercises.verify", "exercises.kill_matrix"]);
 
 class Runtime {
-  constructor(workerUrl) {
+  constructor(workerUrl, role = "learner") {
     this.workerUrl = workerUrl;
+    this.role = role;
     this.listeners = new Set();
     this.lastProgress = null;
     this.nextId = 1;
@@ -35,7 +41,9 @@ class Runtime {
   start() {
     this.worker = new Worker(this.workerUrl);
     this.starts = (this.starts || 0) + 1;
-    if (typeof document !== "undefined") document.documentElement.dataset.runtimeStarts = String(this.starts);
+    if (typeof document !== "undefined" && this.role === "learner") {
+      document.documentElement.dataset.runtimeStarts = String(this.starts);
+    }
     this.info = null;
     let settle;
     this.ready = new Promise((resolve, reject) => { settle = {resolve, reject}; });
@@ -77,7 +85,10 @@ class Runtime {
   emit(event) {
     this.lastProgress = event;
     // A page-wide hook for tests and styles: <html data-runtime="runtime|numpy|nlpcore|ready|error">
-    if (typeof document !== "undefined") document.documentElement.dataset.runtime = event.stage;
+    // (the judge worker's on data-judge).
+    if (typeof document !== "undefined") {
+      document.documentElement.dataset[this.role === "learner" ? "runtime" : "judge"] = event.stage;
+    }
     for (const listener of this.listeners) listener(event);
   }
 
@@ -102,7 +113,7 @@ class Runtime {
       this.pending.set(id, {resolve, reject, timer});
       worker.postMessage({id, name, payload});
     });
-    if (!LEARNER_CALLS.has(name)) return result;
+    if (this.role !== "learner") return result;
     const out = await result;
     if (out && Array.isArray(out.restored) && out.restored.length && this.worker === worker) {
       this.restart(`the submission changed the Python interpreter (${out.restored.slice(0, 3).join(", ")})`);
@@ -128,9 +139,16 @@ class Runtime {
 }
 
 let shared = null;
+let judge = null;
 
-/* The page's single runtime (the worker boots on the first call). */
+/* The page's runtime for learner code and page actions (the worker boots at once). */
 export function getRuntime() {
   if (!shared) shared = new Runtime(new URL("./pyworker.js", import.meta.url));
   return shared;
+}
+
+/* The judge: a second worker that never runs learner code (boots at once, beside the first). */
+export function getJudge() {
+  if (!judge) judge = new Runtime(new URL("./pyworker.js?role=judge", import.meta.url), "judge");
+  return judge;
 }

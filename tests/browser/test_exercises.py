@@ -11,7 +11,7 @@ import pytest
 
 from nlpcore import lab
 
-TIME_LIMIT_S = 10          # js/exercise.js TIME_LIMIT_MS
+TIME_LIMIT_S = 10          # js/check-runner.js TIME_LIMIT_MS
 GRADE_BUDGET_MS = 1000     # the bar: grading one step < 1 s after Pyodide is ready
 EXERCISES = [ex for ex in lab.exercises() if ex.id != "wgsl"]
 RESULTS_DONE = ("() => ['done', 'error'].includes("

@@ -61,6 +61,7 @@ def test_module_page_renders_every_section(page, site_url, lab_dist, tmp_path):
         assert (lab_dist / href.split("path=", 1)[1]).is_file(), href
     ledger = page.locator("#claims tbody tr")
     assert ledger.count() >= 5
+    assert page.locator("#claims tbody tr > td:first-child > [data-claim]").count() == ledger.count()  # stamped from nlpcore.claims
     assert page.locator("#claims .badge.proved").count() >= 3
     assert page.locator("#claims .badge.demonstrated").count() >= 2
     sources = page.inner_text("[data-testid=section-sources]")
@@ -134,6 +135,8 @@ def test_episode_cells_run_in_pyodide(page, site_url):
         "gpu": "occupancy",
         "tiling": "equal",
         "online": "(a⊕b)⊕c vs a⊕(b⊕c)",
+        "fa2": "split Q",            # FlashAttention-2's section (issue 24)
+        "ring": "overlap needs c",   # the ring's overlap condition
     }
     for name, words in expected.items():
         page.click(f"[data-testid=cell-run-{name}]")

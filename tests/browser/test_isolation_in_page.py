@@ -11,7 +11,7 @@ from nlpcore import lab
 RESULTS_DONE = ("() => ['done', 'error'].includes("
                 "document.querySelector('[data-testid=results]').dataset.state)")
 MISCHIEF = """import numpy as np
-from nlpcore.lab import framework as fw
+from nlpcore.lab import judging as fw
 np.allclose = lambda *a, **k: True
 np.abs = lambda x, *a, **k: 0 * np.asarray(x, dtype=float)
 fw.assert_close = lambda *a, **k: 0.0
@@ -65,7 +65,7 @@ def test_mischief_replaces_the_worker_and_does_not_reach_a_later_grade(page, sit
     before = starts(page)
     result = grade_in_page(page, "online-softmax", "predict", MISCHIEF)
     assert "module numpy" in result["restored"], result["restored"]     # restored in Pyodide too
-    assert any("framework" in r for r in result["restored"]), result["restored"]
+    assert any("judging" in r for r in result["restored"]), result["restored"]
     page.wait_for_function(f"Number(document.documentElement.dataset.runtimeStarts) > {before}")
     page.wait_for_function("document.documentElement.dataset.runtime === 'ready'", timeout=120000)
     solution = lab.exercise("online-softmax").step("compose").solution

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from playwright.sync_api import expect
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SECTIONS = {"numpy": ["chart-numpy-time", "chart-numpy-memory"],
@@ -156,9 +157,17 @@ def test_time_your_gpu_runs_both_shaders_and_checks_them(page, site_url):
     # ratio and the record's columns were filled in.
     page.goto(site_url + "performance.html")
     page.wait_for_selector("[data-testid=gpu-bench-n-256]")
-    for n in ("1024", "2048"):
-        page.uncheck("[data-testid=gpu-bench-n-{}]".format(n))
-    page.check("[data-testid=gpu-bench-n-256]")
+    # The record sections above fill in (tables, charts, notes) while the boxes already show, so
+    # a mouse click aimed at a box can land where it stood a moment ago (this flaked once in
+    # 1190 runs). Wait for every section, then choose the sizes with the keyboard, which does
+    # not depend on where the box is drawn.
+    page.wait_for_function("!document.querySelector('[data-testid^=section-][data-status=loading]')")
+    for n, want in (("256", True), ("1024", False), ("2048", False)):
+        box = page.locator("[data-testid=gpu-bench-n-{}]".format(n))
+        if box.is_checked() != want:
+            box.focus()
+            page.keyboard.press("Space")
+        expect(box).to_be_checked(checked=want)
     page.click("[data-testid=gpu-bench-run]")
     page.wait_for_function("['done', 'error', 'no-webgpu'].includes("
                            "document.querySelector('[data-testid=gpu-bench]').dataset.status)", timeout=180_000)

@@ -179,7 +179,7 @@ def test_predict_step_withholds_the_answer_until_asked_after_an_attempt(page, si
     text = page.inner_text("#results")
     assert "too low" in text and "too high" in text
     truth = lab.exercise("online-softmax").step("predict")
-    ns = lab.framework.load_learner(truth.solution)
+    ns = lab.session.load_learner(truth.solution)
     for value in (ns["standard"], ns["flash"]):  # neither true count appears before asked
         assert f"{value:.6g}" not in text and str(value) not in text
     first = json.loads(page.evaluate("localStorage.getItem('fa-lab-progress-v1')"))

@@ -1,6 +1,40 @@
 """Attention kernels: the naive oracle, the online-softmax monoid, tiled FlashAttention and its
-IO model, and the monoid across blocks and devices (split-K decoding, ring attention).
-Dependency rule: ``reference`` and ``online_softmax`` import nothing else from this package
-except ``_checks``; ``flash_np`` builds on ``online_softmax`` and ``io_model``; ``split_k``
-builds on ``flash_np`` and ``online_softmax``, and ``ring`` on ``split_k``; nothing here
-imports torch, triton or wgpu at module level (the browser has none of them)."""
+IO model, the WGSL shader's plan and twin, the monoid across blocks and devices (split-K
+decoding, ring attention), and the Triton port.
+
+Import rule (``tests/test_kernel_imports.py`` holds every module to it). The modules sit in
+layers, listed bottom first below; a module imports from this package only modules of layers
+below its own, and the browser layers come below the native ones:
+
+- a browser module runs inside Pyodide, so it imports nothing but the standard library, NumPy
+  and the modules below it — never torch, triton or a native module; ``flash_wgpu`` (CPython
+  only) imports wgpu inside the function that needs it, so importing it costs nothing.
+- a native module needs torch and triton (an NVIDIA GPU, or Triton's CPU interpreter); it may
+  import any browser module, and no browser module imports it.
+- outside this package a kernel imports only ``nlpcore.hardware`` and ``nlpcore.tolerances``,
+  and this ``__init__`` imports nothing, so ``import nlpcore.kernels`` loads no kernel.
+
+A new module goes into the lowest layer above everything it imports.
+"""
+
+# Browser layers, bottom first: NumPy only.
+BROWSER_LAYERS = (
+    ("_checks", "dropout"),  # input checks; the keep-mask hash
+    ("io_model", "online_softmax", "reference", "tiling"),  # HBM traffic; the (m, l) monoid; the oracle; the shader's tile plan
+    ("flash_wgsl_mirror", "trace"),  # the shader's NumPy twin; counted tile moves
+    ("flash_np", "flash_wgpu"),  # tiled attention in NumPy; the shader through wgpu-py
+    ("split_k",),  # split-K decoding: flash_np's partials merged by the monoid
+    ("ring",),  # ring attention over split_k's partials
+)
+
+# Native layers, above every browser layer: torch and triton.
+NATIVE_LAYERS = (
+    ("dropout_triton", "split_k_triton", "triton_tuning"),  # the hash in registers; Flash-Decoding; tile sizes
+    ("flash_triton_bwd",),  # the backward kernels
+    ("flash_triton",),  # the forward kernel and the wrappers (forward, backward, attention)
+)
+# The Triton exercise's grader, check_triton, lives in its exercise folder
+# (nlpcore.lab.exercises.triton.check_triton), not here.
+
+# What a kernel may import from nlpcore outside this package.
+OUTSIDE = ("nlpcore.hardware", "nlpcore.tolerances")

@@ -19,7 +19,10 @@ Loop order (a documented choice, ``loop_order=``):
   the inner loop walks query tiles, and O, l, m are read from and written back to HBM at every
   step. This is the order whose IO the paper analyses (Theorem 2: Θ(N²d²/M)).
 - ``"q_outer"`` is FlashAttention-2's order (Dao 2023): each query tile stays in SRAM while
-  all key tiles stream past, so O is written once. Same arithmetic, less traffic.
+  all key tiles stream past, so O is written once. Same arithmetic; the traffic moves from
+  re-reading Q and O once per key tile to re-reading K and V once per query tile, which is more
+  with Algorithm 1's short query tiles (Br = min(Bc, d)) and less only when Br ≈ Bc
+  (``io_model.flash_accesses(..., loop_order=)``; bench/results/io_claim.json, "flash2_bytes").
 
 Backward (the paper's Algorithm 4, with FlashAttention-2's precomputed D): P is *recomputed*
 per tile from the saved lse, P_ij = exp(S_ij − lse_i), and the softmax Jacobian uses
@@ -40,7 +43,7 @@ in float32. Under ``causal`` a tile lying entirely above the diagonal is skipped
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -83,9 +86,58 @@ def _span(index: int, size: int, n: int) -> Tuple[int, int]:
     return index * size, min(n, (index + 1) * size)
 
 
+class _Plan(NamedTuple):
+    """The sizes of one pass: the problem, the tiles, and how many tiles of each kind."""
+
+    n_q: int  # Nq, query rows (of Q, O, lse)
+    n_k: int  # Nk, key rows (of K, V)
+    d: int  # head dim of Q and K
+    dv: int  # head dim of V and O
+    br: int  # Br, rows of a query tile Q_i (..., Br, d)
+    bc: int  # Bc, rows of a key/value tile K_j (..., Bc, d), V_j (..., Bc, dv)
+    t_r: int  # T_r = ⌈Nq / Br⌉ query tiles
+    t_c: int  # T_c = ⌈Nk / Bc⌉ key/value tiles
+    in_bytes: int  # bytes per element of q, k, v (what the IO counter charges for a tile)
+
+    def rows(self, i: int) -> Tuple[int, int]:
+        """Query rows [start, stop) of tile i: Q_i, O_i, l_i, m_i, lse_i."""
+        return _span(i, self.br, self.n_q)
+
+    def cols(self, j: int) -> Tuple[int, int]:
+        """Key rows [start, stop) of tile j: K_j, V_j (the columns of S_ij)."""
+        return _span(j, self.bc, self.n_k)
+
+
+def _plan(x, block_q, block_k, sram_bytes) -> _Plan:
+    """The sizes and tile sizes of one pass over inputs ``x`` (Algorithm 1, lines 1 and 3)."""
+    n_q, d = x.q.shape[-2:]
+    n_k, dv = x.v.shape[-2:]
+    in_bytes = np.dtype(np.result_type(x.q.dtype, x.k.dtype, x.v.dtype)).itemsize
+    br, bc = _tile_sizes(block_q, block_k, sram_bytes, d, in_bytes)
+    return _Plan(n_q, n_k, d, dv, br, bc, -(-n_q // br), -(-n_k // bc), in_bytes)
+
+
+def _mover(x, plan: _Plan, io, trace, pass_name: str, loop_order: str) -> Mover:
+    """The counting Mover for one pass; announces the pass and its plan to the trace."""
+    mover = Mover(io, trace, int(np.prod(x.batch, dtype=np.int64)), plan.in_bytes, x.acc.itemsize)
+    mover.note(
+        {
+            "op": "begin", "pass": pass_name, "n_q": plan.n_q, "n_k": plan.n_k, "d": plan.d, "dv": plan.dv,
+            "br": plan.br, "bc": plan.bc, "t_r": plan.t_r, "t_c": plan.t_c, "loop_order": loop_order,
+            "causal": x.causal, "dtype_bytes": plan.in_bytes,
+        }
+    )
+    return mover
+
+
 def _causal_skip(rows, cols) -> bool:
     """True when every key of the tile comes after every query (j > i throughout)."""
     return cols[0] > rows[1] - 1
+
+
+def _skip(mover: Mover, i: int, j: int, rows, cols) -> None:
+    """Record a tile that causal masking skips without loading it."""
+    mover.note({"op": "skip", "i": i, "j": j, "rows": list(rows), "cols": list(cols), "reason": "causal"})
 
 
 def _scores(x, q_i, k_j, rows, cols) -> np.ndarray:
@@ -96,6 +148,42 @@ def _scores(x, q_i, k_j, rows, cols) -> np.ndarray:
     if allowed is not None:
         s = np.where(allowed, s, x.acc.type(-np.inf))
     return s
+
+
+def _tile_softmax(s: np.ndarray) -> Tuple[State, np.ndarray]:
+    """The tile's own softmax: state (m̃, l̃) = (rowmax S, rowsum P̃) (..., Br) and
+    P̃ = exp(S − m̃) (..., Br, Bc), 0 where masked (a fully masked row gives m̃ = -inf, l̃ = 0)."""
+    m_tile = s.max(axis=-1)  # (..., Br)
+    p_tile = np.exp(s - safe_shift(m_tile)[..., None])  # (..., Br, Bc)
+    return State(m_tile, p_tile.sum(axis=-1)), p_tile
+
+
+def _rescale(m_old: np.ndarray, m_tile: np.ndarray, m_new: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(α, β) = (e^(m_old − m_new), e^(m̃ − m_new)) (..., Br, 1): the factors that bring what was
+    summed so far and the new tile to the new running max."""
+    shift = safe_shift(m_new)
+    return np.exp(m_old - shift)[..., None], np.exp(m_tile - shift)[..., None]
+
+
+def _pv(p_tile: np.ndarray, v_j: np.ndarray, drop: Optional[np.ndarray]) -> np.ndarray:
+    """P̃ V_j (..., Br, dv); with dropout, (P̃ ∘ keep / (1 − p)) V_j — only this product sees the
+    dropped tile, the softmax state sums the undropped one."""
+    if drop is not None:
+        p_tile = p_tile * drop
+    return np.matmul(p_tile, v_j)
+
+
+def _normalise(acc_o: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """O = acc_o / l, with O = 0 where l = 0 (no allowed key yet)."""
+    l = l[..., None]
+    return np.divide(acc_o, l, out=np.zeros_like(acc_o), where=l > 0)
+
+
+def _lse(state: State) -> np.ndarray:
+    """log Σ exp = m + log l, -inf where l = 0."""
+    out = np.full(state.l.shape, -np.inf, dtype=state.l.dtype)
+    np.log(state.l, out=out, where=state.l > 0)
+    return out + safe_shift(state.m)  # m = -inf exactly where l = 0, and there the shift is 0
 
 
 class _Dropout:
@@ -119,57 +207,102 @@ def _dropout(x, dropout_p, seed) -> Optional[_Dropout]:
     return _Dropout(x, p, seed) if p > 0 else None
 
 
-def _absorb(state: State, acc_o: np.ndarray, s: np.ndarray, v_j: np.ndarray, drop=None):
-    """Fold one score tile into a row block's running state and unnormalised output.
+# The two loop orders of the forward pass. Each line tagged "line N" is line N of the paper's
+# algorithm named in the function's docstring; what the paper leaves out (the scale, masks,
+# dropout, skipped causal tiles, lse) is tagged with where it comes from instead.
 
-    state (m, l) (..., Br); acc_o = l·O (..., Br, dv); s (..., Br, Bc); v_j (..., Bc, dv);
-    drop: keep / (1 − p) for the tile (..., Br, Bc), or None without dropout.
-    Returns the new state and the new unnormalised output, both rescaled to the new max. The
-    state sums the undropped tile; only the product with V sees the dropped one.
+
+def _forward_kv_outer(x, plan: _Plan, mover: Mover, drop: Optional[_Dropout]):
+    """K/V tiles outer, query tiles inner: FlashAttention's Algorithm 1 (Dao et al. 2022,
+    arXiv:2205.14135, Section 3.1), with the scale, masks and dropout of its Algorithm 2
+    (Appendix B). O, l and m live in HBM and every (i, j) step reads and writes them back.
+
+    Returns o (..., Nq, dv) and lse (..., Nq), both in the accumulation dtype.
     """
-    m_tile = s.max(axis=-1)  # (..., Br)
-    p_tile = np.exp(s - safe_shift(m_tile)[..., None])  # (..., Br, Bc), 0 where masked
-    new = combine(state, State(m_tile, p_tile.sum(axis=-1)))
-    shift = safe_shift(new.m)
-    alpha = np.exp(state.m - shift)[..., None]  # rescales what we had
-    beta = np.exp(m_tile - shift)[..., None]  # rescales the new tile
-    if drop is not None:
-        p_tile = p_tile * drop  # P̃ = P ∘ keep / (1 − p)
-    return new, alpha * acc_o + beta * np.matmul(p_tile, v_j)
+    acc = x.acc
+    whole = (0, plan.n_q)
+    # line 1: Br, Bc were set by _plan (the paper's rule when sram_bytes is given).
+    # line 2: initialise O = 0, l = 0, m = -inf in HBM. O is kept in the accumulation dtype so that
+    # the repeated rescaling of line 12 does not round to 16 bits at every step; it is counted at
+    # the input's element size, as a GPU kernel would store it.
+    o = np.zeros(x.batch + (plan.n_q, plan.dv), dtype=acc)  # (..., Nq, dv)
+    l = np.zeros(x.batch + (plan.n_q,), dtype=acc)  # (..., Nq) running sum
+    m = np.full(x.batch + (plan.n_q,), -np.inf, dtype=acc)  # (..., Nq) running max
+    mover.store("O", o, whole, o, None)
+    mover.store("l", l, whole, l)
+    mover.store("m", m, whole, m)
+    # lines 3-4: Q, O, l, m are cut into T_r row tiles (plan.rows), K, V into T_c (plan.cols).
+    for j in range(plan.t_c):  # line 5
+        cols = plan.cols(j)
+        k_j = mover.load("K", x.k, cols, j, acc)  # line 6: (..., Bc, d)
+        v_j = mover.load("V", x.v, cols, j, acc)  # line 6: (..., Bc, dv)
+        for i in range(plan.t_r):  # line 7
+            rows = plan.rows(i)
+            if x.causal and _causal_skip(rows, cols):  # FlashAttention-2, Section 3.1.1, "Causal masking"
+                _skip(mover, i, j, rows, cols)
+                continue
+            q_i = mover.load("Q", x.q, rows, i, acc)  # line 8: (..., Br, d)
+            o_i = mover.load("O", o, rows, i)  # line 8: (..., Br, dv), normalised so far
+            old = State(mover.load("m", m, rows, i), mover.load("l", l, rows, i))  # line 8: m_i, l_i (..., Br)
+            s = _scores(x, q_i, k_j, rows, cols)  # line 9 (scale and mask: Algorithm 2, lines 10-11)
+            mover.tile(i, j, rows, cols, s)
+            tile, p_tile = _tile_softmax(s)  # line 10: m̃_ij, l̃_ij (..., Br); P̃_ij (..., Br, Bc)
+            new = combine(old, tile)  # line 11: m_new, l_new
+            alpha, beta = _rescale(old.m, tile.m, new.m)  # line 12's e^(m_i − m_new), e^(m̃_ij − m_new)
+            pv = _pv(p_tile, v_j, drop and drop.tile(rows, cols))  # line 12's P̃_ij V_j (dropout: Algorithm 2, line 14)
+            o_i = _normalise(alpha * (old.l[..., None] * o_i) + beta * pv, new.l)  # line 12
+            mover.state(i, j, rows, new.m, new.l)
+            mover.store("O", o, rows, o_i, i)  # line 12: write O_i to HBM
+            mover.store("l", l, rows, new.l, i)  # line 13: write l_i ← l_new
+            mover.store("m", m, rows, new.m, i)  # line 13: write m_i ← m_new
+    # line 16 returns O. The backward needs each row's logsumexp lse = m + log l (Algorithm 2
+    # returns l and m; FlashAttention-2 stores this one vector L instead), one more pass over m, l.
+    lse = np.empty(x.batch + (plan.n_q,), dtype=acc)  # (..., Nq)
+    final = State(mover.load("m", m, whole), mover.load("l", l, whole))
+    mover.store("lse", lse, whole, _lse(final))
+    return o, lse
 
 
-def _normalise(acc_o: np.ndarray, l: np.ndarray) -> np.ndarray:
-    """O = acc_o / l, with O = 0 where l = 0 (no allowed key yet)."""
-    l = l[..., None]
-    return np.divide(acc_o, l, out=np.zeros_like(acc_o), where=l > 0)
+def _forward_q_outer(x, plan: _Plan, mover: Mover, drop: Optional[_Dropout]):
+    """Query tiles outer, K/V tiles inner: FlashAttention-2's Algorithm 1 (Dao 2023,
+    arXiv:2307.08691, Section 3.1.1), with FlashAttention's scale, masks and dropout. Each query
+    tile's running state stays on chip while all key tiles stream past; O and lse are written
+    once per tile.
 
-
-def _lse(state: State) -> np.ndarray:
-    """log Σ exp = m + log l, -inf where l = 0."""
-    out = np.full(state.l.shape, -np.inf, dtype=state.l.dtype)
-    np.log(state.l, out=out, where=state.l > 0)
-    return out + safe_shift(state.m)  # m = -inf exactly where l = 0, and there the shift is 0
-
-
-def _plan(x, block_q, block_k, sram_bytes, io, trace, pass_name: str, loop_order: str):
-    """Sizes, tile sizes and the counting Mover for one pass; announces the pass to the trace.
-
-    Returns (n_q, n_k, d, dv, br, bc, t_r, t_c, mover).
+    Returns o (..., Nq, dv) and lse (..., Nq), both in the accumulation dtype.
     """
-    n_q, d = x.q.shape[-2:]
-    n_k, dv = x.v.shape[-2:]
-    in_bytes = np.dtype(np.result_type(x.q.dtype, x.k.dtype, x.v.dtype)).itemsize
-    br, bc = _tile_sizes(block_q, block_k, sram_bytes, d, in_bytes)
-    t_r, t_c = -(-n_q // br), -(-n_k // bc)  # number of query tiles, key tiles
-    mover = Mover(io, trace, int(np.prod(x.batch, dtype=np.int64)), in_bytes, x.acc.itemsize)
-    mover.note(
-        {
-            "op": "begin", "pass": pass_name, "n_q": n_q, "n_k": n_k, "d": d, "dv": dv,
-            "br": br, "bc": bc, "t_r": t_r, "t_c": t_c, "loop_order": loop_order,
-            "causal": x.causal, "dtype_bytes": in_bytes,
-        }
-    )
-    return n_q, n_k, d, dv, br, bc, t_r, t_c, mover
+    acc = x.acc
+    # lines 1-2: Q, O, lse are cut into T_r row tiles (plan.rows), K, V into T_c (plan.cols).
+    o = np.zeros(x.batch + (plan.n_q, plan.dv), dtype=acc)  # (..., Nq, dv) in HBM
+    lse = np.empty(x.batch + (plan.n_q,), dtype=acc)  # (..., Nq) in HBM: the paper's L
+    for i in range(plan.t_r):  # line 3
+        rows = plan.rows(i)
+        q_i = mover.load("Q", x.q, rows, i, acc)  # line 4: (..., Br, d)
+        state = identity(x.batch + (rows[1] - rows[0],), acc)  # line 5: m = -inf, l = 0 (..., Br)
+        acc_o = np.zeros(x.batch + (rows[1] - rows[0], plan.dv), dtype=acc)  # line 5: O_i = 0 (..., Br, dv)
+        for j in range(plan.t_c):  # line 6
+            cols = plan.cols(j)
+            if x.causal and _causal_skip(rows, cols):  # Section 3.1.1, "Causal masking"
+                _skip(mover, i, j, rows, cols)
+                continue
+            k_j = mover.load("K", x.k, cols, j, acc)  # line 7: (..., Bc, d)
+            v_j = mover.load("V", x.v, cols, j, acc)  # line 7: (..., Bc, dv)
+            s = _scores(x, q_i, k_j, rows, cols)  # line 8 (scale and mask as FlashAttention's Algorithm 2)
+            mover.tile(i, j, rows, cols, s)
+            # line 9: the new running max m and sum l, and P̃ = exp(S − m). We exponentiate against
+            # the tile's own max m̃ first and rescale by β = e^(m̃ − m), as FlashAttention's
+            # Algorithm 1 does in its lines 10-12: the same P̃, reached through the monoid of
+            # online_softmax.
+            tile, p_tile = _tile_softmax(s)
+            new = combine(state, tile)
+            alpha, beta = _rescale(state.m, tile.m, new.m)
+            pv = _pv(p_tile, v_j, drop and drop.tile(rows, cols))  # dropout: FlashAttention's Algorithm 2, line 14
+            acc_o = alpha * acc_o + beta * pv  # line 10: O_i ← diag(e^(m_old − m)) O_i + P̃ V_j, unnormalised
+            state = new
+            mover.state(i, j, rows, state.m, state.l)
+        mover.store("O", o, rows, _normalise(acc_o, state.l), i)  # lines 12 and 14: O_i = O_i / l, written
+        mover.store("lse", lse, rows, _lse(state), i)  # lines 13 and 15: L_i = m + log l, written
+    return o, lse
 
 
 def forward(
@@ -203,7 +336,8 @@ def forward(
             (``io_model.block_sizes(sram_bytes // itemsize, d)``) unless set explicitly.
         io: an ``IOCounter`` that counts every tile load and store.
         trace: a list that receives the events described in ``nlpcore.kernels.trace``.
-        loop_order: "kv_outer" (Algorithm 1, default) or "q_outer" (FlashAttention-2).
+        loop_order: "kv_outer" (Algorithm 1, default; :func:`_forward_kv_outer`) or "q_outer"
+            (FlashAttention-2; :func:`_forward_q_outer`).
         dropout_p: probability of dropping an entry of P, in [0, 1); 0 (default) is no dropout.
         seed: int in [0, 2³²) that, with the head, row and column, decides each keep bit
             (``keep_mask(seed, (..., Nq, Nk), dropout_p)`` is the mask applied).
@@ -218,61 +352,10 @@ def forward(
         raise ValueError("loop_order must be one of {}, got {!r}".format(LOOP_ORDERS, loop_order))
     x = attention_inputs(q, k, v, causal=causal, mask=mask, scale=scale)
     drop = _dropout(x, dropout_p, seed)
-    n_q, n_k, d, dv, br, bc, t_r, t_c, mover = _plan(x, block_q, block_k, sram_bytes, io, trace, "forward", loop_order)
-    acc = x.acc
-    # HBM-resident output and statistics. O is kept in the accumulation dtype so that the
-    # repeated rescaling of Algorithm 1 does not round to 16 bits at every step; it is counted
-    # at the input's element size, as a GPU kernel would store it.
-    o = np.zeros(x.batch + (n_q, dv), dtype=acc)  # (..., Nq, dv)
-    lse = np.empty(x.batch + (n_q,), dtype=acc)  # (..., Nq)
-
-    if loop_order == "q_outer":
-        for i in range(t_r):
-            rows = _span(i, br, n_q)
-            q_i = mover.load("Q", x.q, rows, i, acc)  # (..., Br, d)
-            state = identity(x.batch + (rows[1] - rows[0],), acc)
-            acc_o = np.zeros(x.batch + (rows[1] - rows[0], dv), dtype=acc)  # (..., Br, dv)
-            for j in range(t_c):
-                cols = _span(j, bc, n_k)
-                if causal and _causal_skip(rows, cols):
-                    mover.note({"op": "skip", "i": i, "j": j, "rows": list(rows), "cols": list(cols), "reason": "causal"})
-                    continue
-                k_j = mover.load("K", x.k, cols, j, acc)  # (..., Bc, d)
-                v_j = mover.load("V", x.v, cols, j, acc)  # (..., Bc, dv)
-                s = _scores(x, q_i, k_j, rows, cols)
-                mover.tile(i, j, rows, cols, s)
-                state, acc_o = _absorb(state, acc_o, s, v_j, drop and drop.tile(rows, cols))
-                mover.state(i, j, rows, state.m, state.l)
-            mover.store("O", o, rows, _normalise(acc_o, state.l), i)
-            mover.store("lse", lse, rows, _lse(state), i)
-    else:
-        m = np.full(x.batch + (n_q,), -np.inf, dtype=acc)  # (..., Nq) running max
-        l = np.zeros(x.batch + (n_q,), dtype=acc)  # (..., Nq) running sum
-        # Algorithm 1, line 2: initialise O = 0, l = 0, m = -inf in HBM.
-        mover.store("O", o, (0, n_q), o, None)
-        mover.store("l", l, (0, n_q), l)
-        mover.store("m", m, (0, n_q), m)
-        for j in range(t_c):
-            cols = _span(j, bc, n_k)
-            k_j = mover.load("K", x.k, cols, j, acc)  # (..., Bc, d)
-            v_j = mover.load("V", x.v, cols, j, acc)  # (..., Bc, dv)
-            for i in range(t_r):
-                rows = _span(i, br, n_q)
-                if causal and _causal_skip(rows, cols):
-                    mover.note({"op": "skip", "i": i, "j": j, "rows": list(rows), "cols": list(cols), "reason": "causal"})
-                    continue
-                q_i = mover.load("Q", x.q, rows, i, acc)  # (..., Br, d)
-                o_i = mover.load("O", o, rows, i)  # (..., Br, dv), normalised so far
-                state = State(mover.load("m", m, rows, i), mover.load("l", l, rows, i))
-                s = _scores(x, q_i, k_j, rows, cols)
-                mover.tile(i, j, rows, cols, s)
-                state, acc_o = _absorb(state, state.l[..., None] * o_i, s, v_j, drop and drop.tile(rows, cols))
-                mover.state(i, j, rows, state.m, state.l)
-                mover.store("O", o, rows, _normalise(acc_o, state.l), i)
-                mover.store("l", l, rows, state.l, i)
-                mover.store("m", m, rows, state.m, i)
-        final = State(mover.load("m", m, (0, n_q)), mover.load("l", l, (0, n_q)))
-        mover.store("lse", lse, (0, n_q), _lse(final))
+    plan = _plan(x, block_q, block_k, sram_bytes)
+    mover = _mover(x, plan, io, trace, "forward", loop_order)
+    loop = _forward_q_outer if loop_order == "q_outer" else _forward_kv_outer
+    o, lse = loop(x, plan, mover, drop)
     mover.end()
     return o.astype(np.asarray(q).dtype), lse
 
@@ -304,11 +387,14 @@ def backward(
         dV_j += P_ijᵀ dO_i
         dP_ij = dO_i V_jᵀ
         dS_ij = P_ij ∘ (dP_ij − D_i)             D = rowsum(dO ∘ O), computed once
+        dQ_i += scale · dS_ij K_j                read-modify-write in HBM
+        dK_j += scale · dS_ijᵀ Q_i
 
     With dropout, the tile's keep-mask Z = keep / (1 − p) is redrawn and dV_j += (P_ij ∘ Z)ᵀ dO_i,
     dP_ij = (dO_i V_jᵀ) ∘ Z.
-        dQ_i += scale · dS_ij K_j                read-modify-write in HBM
-        dK_j += scale · dS_ijᵀ Q_i
+
+    The steps tagged "line N" below are FlashAttention-2's Algorithm 2 (arXiv:2307.08691,
+    Section 3.1.2), the paper's Algorithm 4 with the one vector L = lse in place of l and m.
 
     Args:
         q, k, v, causal, mask, scale, block_q, block_k, sram_bytes, io, trace, dropout_p, seed:
@@ -323,51 +409,53 @@ def backward(
     x = attention_inputs(q, k, v, causal=causal, mask=mask, scale=scale)
     o, lse, do = check_backward_inputs(x, o, lse, do)
     drop = _dropout(x, dropout_p, seed)
-    n_q, n_k, d, dv, br, bc, t_r, t_c, mover = _plan(x, block_q, block_k, sram_bytes, io, trace, "backward", "kv_outer")
+    plan = _plan(x, block_q, block_k, sram_bytes)  # lines 1-2: the tiles
+    mover = _mover(x, plan, io, trace, "backward", "kv_outer")
     acc = x.acc
     lse = lse.astype(acc)
-    # D = rowsum(dO ∘ O), one pass over dO and O before the main loop.
-    whole = (0, n_q)
+    # line 4: D = rowsum(dO ∘ O), one pass over dO and O before the main loop, written to HBM.
+    whole = (0, plan.n_q)
     big_d = np.sum(mover.load("dO", do, whole, None, acc) * mover.load("O", o, whole, None, acc), axis=-1)
-    big_d_hbm = np.empty(x.batch + (n_q,), dtype=acc)  # (..., Nq)
+    big_d_hbm = np.empty(x.batch + (plan.n_q,), dtype=acc)  # (..., Nq)
     mover.store("D", big_d_hbm, whole, big_d)
-    dq = np.zeros(x.batch + (n_q, d), dtype=acc)  # (..., Nq, d), accumulated in HBM
-    dk = np.empty(x.batch + (n_k, d), dtype=acc)  # (..., Nk, d)
-    dv_out = np.empty(x.batch + (n_k, dv), dtype=acc)  # (..., Nk, dv)
+    # line 3: dQ = 0 in HBM; dK, dV are written tile by tile.
+    dq = np.zeros(x.batch + (plan.n_q, plan.d), dtype=acc)  # (..., Nq, d), accumulated in HBM
+    dk = np.empty(x.batch + (plan.n_k, plan.d), dtype=acc)  # (..., Nk, d)
+    dv_out = np.empty(x.batch + (plan.n_k, plan.dv), dtype=acc)  # (..., Nk, dv)
     mover.store("dQ", dq, whole, dq, None)
     scale_acc = acc.type(x.scale)
-    for j in range(t_c):
-        cols = _span(j, bc, n_k)
-        k_j = mover.load("K", x.k, cols, j, acc)  # (..., Bc, d)
-        v_j = mover.load("V", x.v, cols, j, acc)  # (..., Bc, dv)
-        dk_j = np.zeros(x.batch + (cols[1] - cols[0], d), dtype=acc)
-        dv_j = np.zeros(x.batch + (cols[1] - cols[0], dv), dtype=acc)
-        for i in range(t_r):
-            rows = _span(i, br, n_q)
-            if causal and _causal_skip(rows, cols):
-                mover.note({"op": "skip", "i": i, "j": j, "rows": list(rows), "cols": list(cols), "reason": "causal"})
+    for j in range(plan.t_c):  # line 5
+        cols = plan.cols(j)
+        k_j = mover.load("K", x.k, cols, j, acc)  # line 6: (..., Bc, d)
+        v_j = mover.load("V", x.v, cols, j, acc)  # line 6: (..., Bc, dv)
+        dk_j = np.zeros(x.batch + (cols[1] - cols[0], plan.d), dtype=acc)  # line 7
+        dv_j = np.zeros(x.batch + (cols[1] - cols[0], plan.dv), dtype=acc)  # line 7
+        for i in range(plan.t_r):  # line 8
+            rows = plan.rows(i)
+            if causal and _causal_skip(rows, cols):  # Section 3.1.1, "Causal masking"
+                _skip(mover, i, j, rows, cols)
                 continue
-            q_i = mover.load("Q", x.q, rows, i, acc)  # (..., Br, d)
-            do_i = mover.load("dO", do, rows, i, acc)  # (..., Br, dv)
-            dq_i = mover.load("dQ", dq, rows, i)  # (..., Br, d)
-            lse_i = mover.load("lse", lse, rows, i)  # (..., Br)
-            d_i = mover.load("D", big_d_hbm, rows, i)  # (..., Br)
-            s = _scores(x, q_i, k_j, rows, cols)
+            q_i = mover.load("Q", x.q, rows, i, acc)  # line 9: (..., Br, d)
+            do_i = mover.load("dO", do, rows, i, acc)  # line 9: (..., Br, dv)
+            dq_i = mover.load("dQ", dq, rows, i)  # line 9: (..., Br, d)
+            lse_i = mover.load("lse", lse, rows, i)  # line 9: (..., Br)
+            d_i = mover.load("D", big_d_hbm, rows, i)  # line 9: (..., Br)
+            s = _scores(x, q_i, k_j, rows, cols)  # line 10
             mover.tile(i, j, rows, cols, s)
-            p = np.exp(s - safe_shift(lse_i)[..., None])  # (..., Br, Bc); 0 where masked
-            dp = np.matmul(do_i, np.swapaxes(v_j, -1, -2))  # (..., Br, Bc)
+            p = np.exp(s - safe_shift(lse_i)[..., None])  # line 11: (..., Br, Bc); 0 where masked
+            dp = np.matmul(do_i, np.swapaxes(v_j, -1, -2))  # line 13: (..., Br, Bc)
             if drop is None:
-                dv_j += np.matmul(np.swapaxes(p, -1, -2), do_i)
+                dv_j += np.matmul(np.swapaxes(p, -1, -2), do_i)  # line 12
             else:
                 z = drop.tile(rows, cols)  # (..., Br, Bc) keep / (1 − p), redrawn
-                dv_j += np.matmul(np.swapaxes(p * z, -1, -2), do_i)
+                dv_j += np.matmul(np.swapaxes(p * z, -1, -2), do_i)  # line 12 with P̃ = P ∘ Z
                 dp = dp * z
-            ds = p * (dp - d_i[..., None])  # (..., Br, Bc)
-            dq_i = dq_i + scale_acc * np.matmul(ds, k_j)
-            mover.store("dQ", dq, rows, dq_i, i)
-            dk_j += scale_acc * np.matmul(np.swapaxes(ds, -1, -2), q_i)
-        mover.store("dK", dk, cols, dk_j, j)
-        mover.store("dV", dv_out, cols, dv_j, j)
+            ds = p * (dp - d_i[..., None])  # line 14: (..., Br, Bc)
+            dq_i = dq_i + scale_acc * np.matmul(ds, k_j)  # line 15
+            mover.store("dQ", dq, rows, dq_i, i)  # line 15: write back to HBM
+            dk_j += scale_acc * np.matmul(np.swapaxes(ds, -1, -2), q_i)  # line 16
+        mover.store("dK", dk, cols, dk_j, j)  # line 18
+        mover.store("dV", dv_out, cols, dv_j, j)  # line 18
     mover.end()
     q, k, v = (np.asarray(t) for t in (q, k, v))
     return (

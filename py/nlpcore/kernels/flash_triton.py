@@ -55,8 +55,12 @@ On an H200 (bench/results/triton_h200.json, bench/TRITON.md) the forward runs at
 SDPA's FLASH_ATTENTION backend and 0.75-0.97x its cuDNN backend, the backward at 1.31-1.55x
 and 0.74-0.95x.
 
+Where the rest lives: the backward kernels in ``flash_triton_bwd``, the autotuning space and
+tensor descriptors in ``triton_tuning``, the dropout hash in ``dropout_triton``; this module
+holds the forward kernel and the functions that check inputs, allocate and launch.
+
 Dependency rule: this module needs torch and triton, which the browser does not have, so no
-other module of ``nlpcore`` imports it.
+other module of ``nlpcore`` imports it (the rule is written in ``nlpcore.kernels``).
 """
 
 from __future__ import annotations
@@ -75,22 +79,17 @@ except ImportError as exc:  # pragma: no cover - exercised only where torch/trit
         "On a machine without an NVIDIA GPU, also set TRITON_INTERPRET=1 before importing."
     ) from exc
 
-from . import dropout as _dropout
+from . import dropout_triton
+from .flash_triton_bwd import LOG2E, _bwd_delta_kernel, _bwd_dkdv_kernel, _bwd_dq_kernel
+from .triton_tuning import FWD_CONFIGS, FWD_PRUNE, INTERPRET, RUNTIME_INTS, TUNE_KEY, descriptor, size_class
+from .triton_tuning import BWD_SPACE, DQ_SPACE, FWD_SPACE  # noqa: F401  (bench/triton_h200.py records them)
 
 __all__ = ["forward", "backward", "attention", "keep_mask"]
 
-# Globals read inside @triton.jit code must be constexpr; the host reads .value.
-LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(x) = exp2(x · LOG2E)
+# Globals read inside @triton.jit code must be constexpr; the host reads .value. LOG2E, log2(e)
+# (exp(x) = exp2(x · LOG2E)), comes from flash_triton_bwd, which shares it.
 LN2 = tl.constexpr(0.6931471805599453)  # ln(2): converts a base-2 logsumexp back to natural log
 
-# lowbias32's multipliers and the column keys' salt (nlpcore.kernels.dropout), as the int32
-# values with the same bits: the kernels bitcast them to uint32, so no literal above 2³¹ meets
-# Triton's integer promotion.
-MIX_M1 = tl.constexpr(0x7FEB352D)
-MIX_M2 = tl.constexpr(0x846CA68B - 2 ** 32)
-COL_SALT = tl.constexpr(_dropout.SALT - 2 ** 32)
-
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 HEAD_DIMS = (16, 32, 64, 128)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -117,160 +116,23 @@ def _use_tma(t):
     return INTERPRET or (t.is_cuda and torch.cuda.get_device_capability(t.device)[0] >= 9)
 
 
-def _descriptor(t):
-    """A tensor descriptor over the contiguous (B·H, N, d) view of t (B, H, N, d); the block
-    shape is set per autotuning config by _set_block_shapes."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    t3 = t.reshape(-1, t.shape[2], t.shape[3])
-    return TensorDescriptor(t3, list(t3.shape), list(t3.stride()), [1, 16, t3.shape[2]])
-
-
-def _set_block_shapes(nargs):
-    """Config pre-hook: descriptor block shapes follow the config's BLOCK_M/BLOCK_N; an atomic
-    dQ buffer is zeroed before every launch (autotuning launches the kernel several times)."""
-    d = nargs["HEAD_DIM"]
-    for name, rows in (("Q", "BLOCK_M"), ("O", "BLOCK_M"), ("DO", "BLOCK_M"), ("DQ", "BLOCK_M"),
-                       ("K", "BLOCK_N"), ("V", "BLOCK_N"), ("DK", "BLOCK_N"), ("DV", "BLOCK_N")):
-        t = nargs.get(name)
-        if hasattr(t, "block_shape"):
-            t.block_shape = [1, nargs[rows], d]
-    if nargs.get("ATOMIC_DQ", 0):
-        dq = nargs["DQ"]
-        (dq.base if hasattr(dq, "base") else dq).zero_()
-
-
-# --- autotuning space ----------------------------------------------------------------------
-# Each entry is (BLOCK_M, BLOCK_N, num_warps, num_stages). BLOCK_M counts query rows and BLOCK_N
-# key rows of one tile; num_stages is the depth of Triton's software pipeline (how many K/V or
-# Q/dO tiles are in flight in shared memory). Every entry is compiled and timed once per
-# (head dim, causal, dtype) on first use, so the space is small and only searched where it pays:
-# 16-bit inputs with d >= 64 (the benchmarked case). Smaller heads take the first entry; fp32
-# inputs (exact fp32 products, twice the bytes per tile) take a smaller tile that fits shared
-# memory. The entries come from sweeps on an H200 (bench/TRITON.md). Under the interpreter one
-# small config is used, chosen so that the test sizes cover several blocks, ragged ends and the
-# causal diagonal.
-FWD_SPACE = [(128, 128, 8, 3), (128, 64, 8, 3), (128, 64, 4, 4)]
-BWD_SPACE = [(64, 128, 8, 3), (64, 64, 4, 3), (64, 128, 8, 2)]  # dK/dV: BLOCK_N keys resident
-DQ_SPACE = [(128, 64, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3)]  # dQ: BLOCK_M queries resident
-FP32_FWD, FP32_BWD, FP32_DQ = (64, 32, 4, 2), (32, 64, 4, 2), (64, 32, 4, 2)
-INTERPRET_FWD, INTERPRET_BWD, INTERPRET_DQ = (32, 16, 4, 1), (16, 32, 4, 1), (32, 16, 4, 1)
-
-
-def _config(entry):
-    bm, bn, w, s = entry
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s,
-                         pre_hook=_set_block_shapes)
-
-
-def _space(space, fp32_entry, interpret_entry):
-    """The configs of one kernel, and the pruning rule that narrows them per call."""
-    if INTERPRET:
-        return [_config(interpret_entry)], None
-
-    def prune(configs, named_args, **kwargs):
-        args = {**named_args, **kwargs}
-        if args["PRECISION"] == "ieee":
-            return [_config(fp32_entry)]
-        if args["HEAD_DIM"] < 64:
-            return configs[:1]
-        keep = [c for c in configs if _fits(c, args["HEAD_DIM"])]
-        return keep or configs[:1]
-
-    return [_config(e) for e in space], {"early_config_prune": prune}
-
-
-def _fits(config, head_dim):
-    """Entries the H200 sweeps saw lose clearly for this head dim (timing noise on a short first
-    call could otherwise pick them): 4 warps at d = 128 (up to 2.4x slower: too few registers
-    per thread for (rows, 128) fp32 accumulators), and 128-key forward tiles at d = 64."""
-    kw = config.kwargs
-    if head_dim >= 128 and config.num_warps < 8:
-        return False
-    if head_dim == 64 and kw["BLOCK_M"] == 128 and kw["BLOCK_N"] == 128:
-        return False
-    return True
-
-
-FWD_CONFIGS, FWD_PRUNE = _space(FWD_SPACE, FP32_FWD, INTERPRET_FWD)
-BWD_CONFIGS, BWD_PRUNE = _space(BWD_SPACE, FP32_BWD, INTERPRET_BWD)
-DQ_CONFIGS, DQ_PRUNE = _space(DQ_SPACE, FP32_DQ, INTERPRET_DQ)
-# The autotuner keeps one config per key. The key holds the problem's size class (log2 buckets of
-# B·H·Nq and of Nk, see _size_class): without it the first call's size chose the tiles for every
-# later size — a small check before a benchmark once pinned 8-warp dK/dV tiles that cost the
-# Figure 2 step 0.37 ms (bench/IO_H200.md).
-_TUNE_KEY = ["HEAD_DIM", "CAUSAL", "PRECISION", "DROPOUT", "size_class"]
-_DROP_ARGS = ["seed_key", "thresh"]
-_RUNTIME_INTS = _DROP_ARGS + ["size_class"]  # runtime ints: never specialised (a value of 1 would be)
-
-
-# --- dropout: the keep-mask, drawn in registers ---------------------------------------------
-@triton.jit
-def _mix(x):
-    """lowbias32 on uint32 (``nlpcore.kernels.dropout.mix``): every output bit depends on every
-    input bit; multiplications wrap modulo 2³²."""
-    x = x ^ (x >> 16)
-    x = x * tl.full([], MIX_M1, tl.int32).to(tl.uint32, bitcast=True)
-    x = x ^ (x >> 15)
-    x = x * tl.full([], MIX_M2, tl.int32).to(tl.uint32, bitcast=True)
-    return x ^ (x >> 16)
-
-
-@triton.jit
-def _row_keys(seed_key, pid_bh, rows):
-    """key(bh, row) = mix(mix(mix(seed) + bh) + row) for a block of rows (R,) uint32;
-    ``seed_key`` = mix(seed) comes from the host as the int32 with the same bits."""
-    head = _mix(seed_key.to(tl.uint32, bitcast=True) + pid_bh.to(tl.uint32))
-    return _mix(head + rows.to(tl.uint32))
-
-
-@triton.jit
-def _col_keys(seed_key, cols):
-    """key(col) = mix((mix(seed) XOR SALT) + col) for a block of columns (C,) uint32."""
-    salt = seed_key.to(tl.uint32, bitcast=True) ^ tl.full([], COL_SALT, tl.int32).to(tl.uint32, bitcast=True)
-    return _mix(salt + cols.to(tl.uint32))
-
-
-@triton.jit
-def _keep(row_keys, col_keys, thresh):
-    """Keep bits of a (R, C) tile: (key(row) XOR key(col)) · M1 >= threshold (uint32): one
-    XOR, one multiply and one compare per entry; the keys cost one mix per row and column."""
-    bits = (row_keys[:, None] ^ col_keys[None, :]) * tl.full([], MIX_M1, tl.int32).to(tl.uint32, bitcast=True)
-    return bits >= thresh.to(tl.uint32, bitcast=True)
-
-
-@triton.jit
-def _keep_t(row_keys, col_keys, thresh):
-    """The same bits as _keep, drawn directly in transposed (C, R) form (keys along rows), so
-    the backward needs no transpose of the mask."""
-    bits = (row_keys[None, :] ^ col_keys[:, None]) * tl.full([], MIX_M1, tl.int32).to(tl.uint32, bitcast=True)
-    return bits >= thresh.to(tl.uint32, bitcast=True)
-
-
-@triton.jit(do_not_specialize=_DROP_ARGS)
-def _keep_mask_kernel(OUT, n_q, n_k, seed_key, thresh, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Writes the keep-mask (B·H, Nq, Nk) as int8, for tests and teaching (the attention
-    kernels never do)."""
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    pid_bh = tl.program_id(2)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    keep = _keep(_row_keys(seed_key, pid_bh, rows), _col_keys(seed_key, cols), thresh)
-    ptrs = OUT + pid_bh.to(tl.int64) * n_q * n_k + rows[:, None] * n_k + cols[None, :]
-    tl.store(ptrs, keep.to(tl.int8), mask=(rows[:, None] < n_q) & (cols[None, :] < n_k))
-
-
 # --- forward --------------------------------------------------------------------------------
 @triton.jit
 def _fwd_inner(
-    acc, l_i, m_i, q,  # running state (Br, d), (Br,), (Br,) and the query tile (Br, d)
-    K, V, stride_kn, stride_vn, pid_bh,  # this head's K, V (pointers), or descriptors over (B·H, Nk, d)
-    offs_m, offs_n, offs_d, lo, hi, n_k, qk_scale,
-    row_keys, seed_key, thresh,  # dropout: key(bh, row) of this block's rows (Br,) uint32, mix(seed), the cut
-    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr,
-    DROPOUT: tl.constexpr,
+    # running state (Br, d), (Br,), (Br,); the query tile (Br, d) and its rows (Br,)
+    acc, l_i, m_i, q, offs_m,
+    # this head's K, V: pointers with their row strides, or descriptors over (B·H, Nk, d)
+    K, V, stride_kn, stride_vn, pid_bh,
+    # sizes: key offsets in a block (Bc,), head-dim offsets (d,), Nk, scale · log2(e)
+    offs_n, offs_d, n_k, qk_scale,
+    # dropout: key(bh, row) of this block's rows (Br,) uint32, mix(seed), the cut
+    row_keys, seed_key, thresh,
+    # meta-parameters, the same for every call of one program
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+    USE_TMA: tl.constexpr, DROPOUT: tl.constexpr,
+    # what varies between the calls (pass them by name): the key range [lo, hi), whether its
+    # blocks need the mask, whether to warp-specialise the loop
+    lo, hi, MASKED: tl.constexpr, WARP_SPEC: tl.constexpr,
 ):
     """Fold key blocks [lo, hi) into the online-softmax state of one query block. With DROPOUT
     the state sums the undropped p while only the kept entries reach P V."""
@@ -302,14 +164,14 @@ def _fwd_inner(
         alpha = tl.exp2(m_i - m_new)  # (Br,) rescales what was summed against the old max
         l_i = l_i * alpha + tl.sum(p, 1)
         if DROPOUT:  # P̃ = P ∘ keep; the 1 / (1 − p) is applied once to O at the end
-            p = tl.where(_keep(row_keys, _col_keys(seed_key, cols), thresh), p, 0.0)
+            p = tl.where(dropout_triton.keep(row_keys, dropout_triton.col_keys(seed_key, cols), thresh), p, 0.0)
         acc = tl.dot(p.to(v.dtype), v, acc=acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
     return acc, l_i, m_i
 
 
-@triton.autotune(configs=FWD_CONFIGS, key=_TUNE_KEY + ["USE_TMA", "WARP_SPEC"], prune_configs_by=FWD_PRUNE)
-@triton.jit(do_not_specialize=_RUNTIME_INTS)
+@triton.autotune(configs=FWD_CONFIGS, key=TUNE_KEY + ["USE_TMA", "WARP_SPEC"], prune_configs_by=FWD_PRUNE)
+@triton.jit(do_not_specialize=RUNTIME_INTS)
 def _fwd_kernel(
     # Q (B, H, Nq, d), K and V (B, H, Nk, d), O (B, H, Nq, d): pointers, or with USE_TMA tensor
     # descriptors over the contiguous (B·H, N, d) views; LSE (B, H, Nq) fp32 pointer
@@ -323,7 +185,7 @@ def _fwd_kernel(
     n_heads, n_q, n_k, qk_scale,
     # dropout: mix(seed) and the keep threshold (int32 with the uint32's bits), 1 / (1 − p)
     seed_key, thresh, keep_scale,
-    size_class,  # read by the autotuner only (_size_class)
+    size_class,  # read by the autotuner only (triton_tuning.size_class)
     # meta-parameters
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     USE_TMA: tl.constexpr, WARP_SPEC: tl.constexpr, DROPOUT: tl.constexpr,
@@ -352,7 +214,7 @@ def _fwd_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    row_keys = _row_keys(seed_key, pid_bh, offs_m)  # dropout's per-row keys (unused without it)
+    row_keys = dropout_triton.row_keys(seed_key, pid_bh, offs_m)  # dropout's per-row keys (unused without it)
 
     # Key blocks [0, full_end) need no mask; [full_end, end) straddle the diagonal or the end.
     if CAUSAL:
@@ -361,12 +223,14 @@ def _fwd_kernel(
     else:
         end = n_k
         full_end = n_k // BLOCK_N * BLOCK_N
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, pid_bh,
-                               offs_m, offs_n, offs_d, 0, full_end, n_k, qk_scale, row_keys, seed_key, thresh,
-                               False, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, WARP_SPEC, DROPOUT)
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, K, V, stride_kn, stride_vn, pid_bh,
-                               offs_m, offs_n, offs_d, full_end, end, n_k, qk_scale, row_keys, seed_key, thresh,
-                               True, CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, False, DROPOUT)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, offs_m, K, V, stride_kn, stride_vn, pid_bh,
+                               offs_n, offs_d, n_k, qk_scale, row_keys, seed_key, thresh,
+                               CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, DROPOUT,
+                               lo=0, hi=full_end, MASKED=False, WARP_SPEC=WARP_SPEC)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, offs_m, K, V, stride_kn, stride_vn, pid_bh,
+                               offs_n, offs_d, n_k, qk_scale, row_keys, seed_key, thresh,
+                               CAUSAL, PRECISION, BLOCK_N, HEAD_DIM, USE_TMA, DROPOUT,
+                               lo=full_end, hi=end, MASKED=True, WARP_SPEC=False)
 
     lse = (m_i + tl.log2(l_i)) * LN2  # (Br,) natural-log logsumexp of the scaled scores
     tl.store(LSE + pid_bh * n_q + offs_m, lse, mask=offs_m < n_q)
@@ -378,242 +242,6 @@ def _fwd_kernel(
         O.store([pid_bh, m0, 0], o.to(O.dtype).reshape(1, BLOCK_M, HEAD_DIM))
     else:
         tl.store(O + offs_m[:, None] * stride_on + offs_d[None, :], o.to(O.dtype.element_ty), mask=row_ok)
-
-
-# --- backward -------------------------------------------------------------------------------
-@triton.jit
-def _bwd_delta_kernel(O, DO, DELTA, n_q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
-    """D_i = Σ_k dO_ik · O_ik for contiguous O, dO (B·H, Nq, d); D (B·H, Nq) fp32."""
-    pid_m = tl.program_id(0)
-    pid_bh = tl.program_id(1).to(tl.int64)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    ptrs = pid_bh * n_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    row_ok = offs_m[:, None] < n_q
-    o = tl.load(O + ptrs, mask=row_ok, other=0.0).to(tl.float32)
-    do = tl.load(DO + ptrs, mask=row_ok, other=0.0).to(tl.float32)
-    tl.store(DELTA + pid_bh * n_q + offs_m, tl.sum(o * do, 1), mask=offs_m < n_q)
-
-
-@triton.jit
-def _bwd_dkdv_inner(
-    dk, dv, k, v,  # accumulators (Bc, d) fp32 and this program's key/value tiles (Bc, d)
-    Q, DO, DQ, LSE, DELTA, stride_n,  # per-(b, h) bases; Q, dO, dQ share strides (contiguous)
-    pid_bh, offs_n, offs_m0, offs_d, lo, hi, n_q, n_k, sm_scale, qk_scale,
-    seed_key, col_keys, thresh, keep_scale,  # dropout: as in _fwd_kernel; key(col) of this block's keys
-    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, USE_TMA: tl.constexpr,
-    DROPOUT: tl.constexpr,
-):
-    """Accumulate dK, dV of one key block over query blocks [lo, hi), working in transposed
-    form (keys along rows) so the products land directly in dK, dV's layout."""
-    for start_m in range(lo, hi, BLOCK_M):
-        offs_m = start_m + offs_m0  # (Br,) query rows
-        ptrs = offs_m[:, None] * stride_n + offs_d[None, :]  # (Br, d)
-        if USE_TMA:  # the copy engine fills rows past this head's end with zeros
-            q = Q.load([pid_bh, start_m, 0]).reshape(BLOCK_M, HEAD_DIM)
-            do = DO.load([pid_bh, start_m, 0]).reshape(BLOCK_M, HEAD_DIM)
-        elif MASKED:
-            q = tl.load(Q + ptrs, mask=(offs_m < n_q)[:, None], other=0.0)
-            do = tl.load(DO + ptrs, mask=(offs_m < n_q)[:, None], other=0.0)
-        else:
-            q = tl.load(Q + ptrs)
-            do = tl.load(DO + ptrs)
-        if MASKED:
-            lse2 = tl.load(LSE + offs_m, mask=offs_m < n_q, other=0.0) * LOG2E
-            delta = tl.load(DELTA + offs_m, mask=offs_m < n_q, other=0.0)
-        else:
-            lse2 = tl.load(LSE + offs_m) * LOG2E
-            delta = tl.load(DELTA + offs_m)
-        s_t = tl.dot(k, tl.trans(q), input_precision=PRECISION) * qk_scale  # (Bc, Br) = Sᵀ, log2
-        p_t = tl.exp2(s_t - lse2[None, :])  # Pᵀ, exact softmax probabilities
-        if MASKED:
-            allowed = (offs_n[:, None] < n_k) & (offs_m[None, :] < n_q)
-            if CAUSAL:
-                allowed = allowed & (offs_n[:, None] <= offs_m[None, :])
-            p_t = tl.where(allowed, p_t, 0.0)
-        dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (Bc, Br) = (dO Vᵀ)ᵀ
-        if DROPOUT:  # the forward's keep bits, redrawn in transposed form (keys along rows)
-            keep_t = _keep_t(_row_keys(seed_key, pid_bh, offs_m), col_keys, thresh)  # (Bc, Br)
-            dv = tl.dot(tl.where(keep_t, p_t, 0.0).to(do.dtype), do, acc=dv, input_precision=PRECISION)
-            # dP = dP̃ ∘ keep / (1 − p); the scale rides in the multiply-add with D
-            ds_t = p_t * (tl.where(keep_t, dp_t, 0.0) * keep_scale - delta[None, :])
-        else:
-            dv = tl.dot(p_t.to(do.dtype), do, acc=dv, input_precision=PRECISION)  # += Pᵀ dO
-            ds_t = p_t * (dp_t - delta[None, :])  # (Bc, Br) = dSᵀ (without the scale)
-        dk = tl.dot(ds_t.to(q.dtype), q, acc=dk, input_precision=PRECISION)  # += dSᵀ Q
-        if ATOMIC_DQ > 0:
-            dq = tl.dot(tl.trans(ds_t).to(k.dtype), k, input_precision=PRECISION) * sm_scale
-            if ATOMIC_DQ == 1:
-                tl.atomic_add(DQ + ptrs, dq, mask=(offs_m < n_q)[:, None], sem="relaxed")
-            else:  # one bulk reduction of the (Br, d) tile; rows past the end are dropped
-                DQ.atomic_add([pid_bh, start_m, 0], dq.reshape(1, BLOCK_M, HEAD_DIM))
-    return dk, dv
-
-
-@triton.autotune(configs=BWD_CONFIGS, key=_TUNE_KEY + ["ATOMIC_DQ", "USE_TMA"], prune_configs_by=BWD_PRUNE)
-@triton.jit(do_not_specialize=_RUNTIME_INTS)
-def _bwd_dkdv_kernel(
-    # all contiguous: Q, dO (B, H, Nq, d); K, V, dK, dV (B, H, Nk, d): pointers, or with USE_TMA
-    # tensor descriptors over the (B·H, N, d) views; LSE, DELTA (B, H, Nq) fp32 pointers;
-    # DQ (B, H, Nq, d) fp32, used only when ATOMIC_DQ > 0: a pointer for 1, a descriptor for 2
-    Q, K, V, DO, LSE, DELTA, DK, DV, DQ,
-    # sizes and scales
-    n_q, n_k, sm_scale, qk_scale,
-    # dropout: as in _fwd_kernel
-    seed_key, thresh, keep_scale,
-    size_class,  # read by the autotuner only (_size_class)
-    # meta-parameters
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
-    ATOMIC_DQ: tl.constexpr, USE_TMA: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-):
-    pid_n = tl.program_id(0)
-    pid_desc = tl.program_id(1)  # int32, a descriptor coordinate
-    pid_bh = pid_desc.to(tl.int64)
-    if ATOMIC_DQ == 1:
-        DQ += pid_bh * n_q * HEAD_DIM
-    LSE += pid_bh * n_q
-    DELTA += pid_bh * n_q
-
-    n0 = pid_n * BLOCK_N
-    offs_n = n0 + tl.arange(0, BLOCK_N)  # (Bc,) key rows of this program
-    offs_m0 = tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    kv_ptrs = offs_n[:, None] * HEAD_DIM + offs_d[None, :]  # (Bc, d)
-    key_ok = offs_n[:, None] < n_k
-    if USE_TMA:
-        k = K.load([pid_desc, n0, 0]).reshape(BLOCK_N, HEAD_DIM)
-        v = V.load([pid_desc, n0, 0]).reshape(BLOCK_N, HEAD_DIM)
-    else:
-        Q += pid_bh * n_q * HEAD_DIM
-        DO += pid_bh * n_q * HEAD_DIM
-        K += pid_bh * n_k * HEAD_DIM
-        V += pid_bh * n_k * HEAD_DIM
-        DK += pid_bh * n_k * HEAD_DIM
-        DV += pid_bh * n_k * HEAD_DIM
-        k = tl.load(K + kv_ptrs, mask=key_ok, other=0.0)
-        v = tl.load(V + kv_ptrs, mask=key_ok, other=0.0)
-    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
-    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
-    col_keys = _col_keys(seed_key, offs_n)  # dropout: this block's column keys, drawn once
-
-    # Query blocks: [lo, a_end) straddle the diagonal (masked); [a_end, b_end) are whole and
-    # wholly below it (no mask); [b_end, n_q) is the ragged last block (masked).
-    n_q_full = n_q // BLOCK_M * BLOCK_M
-    if CAUSAL:
-        lo = n0 // BLOCK_M * BLOCK_M  # rows above the block's first key see none of it
-        a_end = tl.minimum(tl.cdiv(n0 + BLOCK_N, BLOCK_M) * BLOCK_M, tl.cdiv(n_q, BLOCK_M) * BLOCK_M)
-    else:
-        lo = 0
-        a_end = 0
-    b_end = tl.maximum(a_end, n_q_full)
-    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
-                             pid_desc, offs_n, offs_m0, offs_d, lo, a_end, n_q, n_k, sm_scale, qk_scale,
-                             seed_key, col_keys, thresh, keep_scale,
-                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
-    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
-                             pid_desc, offs_n, offs_m0, offs_d, a_end, b_end, n_q, n_k, sm_scale, qk_scale,
-                             seed_key, col_keys, thresh, keep_scale,
-                             False, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
-    dk, dv = _bwd_dkdv_inner(dk, dv, k, v, Q, DO, DQ, LSE, DELTA, HEAD_DIM,
-                             pid_desc, offs_n, offs_m0, offs_d, b_end, n_q, n_q, n_k, sm_scale, qk_scale,
-                             seed_key, col_keys, thresh, keep_scale,
-                             True, CAUSAL, PRECISION, ATOMIC_DQ, BLOCK_M, HEAD_DIM, USE_TMA, DROPOUT)
-
-    if DROPOUT:  # dV = (P ∘ keep)ᵀ dO / (1 − p)
-        dv = dv * keep_scale
-    if USE_TMA:  # rows past this head's end are not written
-        DK.store([pid_desc, n0, 0], (dk * sm_scale).to(DK.dtype).reshape(1, BLOCK_N, HEAD_DIM))
-        DV.store([pid_desc, n0, 0], dv.to(DV.dtype).reshape(1, BLOCK_N, HEAD_DIM))
-    else:
-        tl.store(DK + kv_ptrs, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
-        tl.store(DV + kv_ptrs, dv.to(DV.dtype.element_ty), mask=key_ok)
-
-
-@triton.jit
-def _bwd_dq_inner(
-    dq, q, do, lse2, delta,  # accumulator (Br, d) fp32, this program's tiles and row stats
-    K, V, stride_n, offs_m, offs_n0, offs_d, lo, hi, n_k, qk_scale,
-    row_keys, seed_key, thresh, keep_scale,  # dropout: key(bh, row) of this block's rows, mix(seed), the cut, 1 / (1 − p)
-    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_N: tl.constexpr,
-    DROPOUT: tl.constexpr,
-):
-    """Accumulate dS K (without the scale) of one query block over key blocks [lo, hi)."""
-    for start_n in range(lo, hi, BLOCK_N):
-        offs_n = start_n + offs_n0  # (Bc,) key rows
-        ptrs = offs_n[:, None] * stride_n + offs_d[None, :]  # (Bc, d)
-        if MASKED:
-            k = tl.load(K + ptrs, mask=offs_n[:, None] < n_k, other=0.0)
-            v = tl.load(V + ptrs, mask=offs_n[:, None] < n_k, other=0.0)
-        else:
-            k = tl.load(K + ptrs)
-            v = tl.load(V + ptrs)
-        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (Br, Bc), log2 units
-        p = tl.exp2(s - lse2[:, None])
-        if MASKED:
-            allowed = offs_n[None, :] < n_k
-            if CAUSAL:
-                allowed = allowed & (offs_n[None, :] <= offs_m[:, None])
-            p = tl.where(allowed, p, 0.0)
-        dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)  # (Br, Bc)
-        if DROPOUT:  # dP = dP̃ ∘ keep / (1 − p), the forward's keep bits redrawn
-            ds = p * (tl.where(_keep(row_keys, _col_keys(seed_key, offs_n), thresh), dp, 0.0) * keep_scale
-                      - delta[:, None])
-        else:
-            ds = p * (dp - delta[:, None])
-        dq = tl.dot(ds.to(k.dtype), k, acc=dq, input_precision=PRECISION)  # += dS K
-    return dq
-
-
-@triton.autotune(configs=DQ_CONFIGS, key=_TUNE_KEY, prune_configs_by=DQ_PRUNE)
-@triton.jit(do_not_specialize=_RUNTIME_INTS)
-def _bwd_dq_kernel(
-    # pointers, all contiguous: Q, dO, dQ (B, H, Nq, d); K, V (B, H, Nk, d); LSE, DELTA (B, H, Nq)
-    Q, K, V, DO, LSE, DELTA, DQ,
-    n_q, n_k, sm_scale, qk_scale,
-    seed_key, thresh, keep_scale,  # dropout: as in _fwd_kernel
-    size_class,  # read by the autotuner only (_size_class)
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-):
-    pid_m = tl.program_id(0)
-    if CAUSAL:
-        pid_m = tl.num_programs(0) - 1 - pid_m
-    pid_bh = tl.program_id(1).to(tl.int64)
-    Q += pid_bh * n_q * HEAD_DIM
-    DO += pid_bh * n_q * HEAD_DIM
-    DQ += pid_bh * n_q * HEAD_DIM
-    row_keys = _row_keys(seed_key, tl.program_id(1), pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
-    K += pid_bh * n_k * HEAD_DIM
-    V += pid_bh * n_k * HEAD_DIM
-    LSE += pid_bh * n_q
-    DELTA += pid_bh * n_q
-
-    m0 = pid_m * BLOCK_M
-    offs_m = m0 + tl.arange(0, BLOCK_M)  # (Br,)
-    offs_n0 = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    ptrs = offs_m[:, None] * HEAD_DIM + offs_d[None, :]  # (Br, d)
-    row_ok = offs_m < n_q
-    q = tl.load(Q + ptrs, mask=row_ok[:, None], other=0.0)
-    do = tl.load(DO + ptrs, mask=row_ok[:, None], other=0.0)
-    lse2 = tl.load(LSE + offs_m, mask=row_ok, other=0.0) * LOG2E
-    delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
-    dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-
-    if CAUSAL:  # the same split of key blocks as the forward pass
-        end = tl.minimum(m0 + BLOCK_M, n_k)
-        full_end = tl.minimum(m0, n_k) // BLOCK_N * BLOCK_N
-    else:
-        end = n_k
-        full_end = n_k // BLOCK_N * BLOCK_N
-    dq = _bwd_dq_inner(dq, q, do, lse2, delta, K, V, HEAD_DIM, offs_m, offs_n0, offs_d,
-                       0, full_end, n_k, qk_scale, row_keys, seed_key, thresh, keep_scale,
-                       False, CAUSAL, PRECISION, BLOCK_N, DROPOUT)
-    dq = _bwd_dq_inner(dq, q, do, lse2, delta, K, V, HEAD_DIM, offs_m, offs_n0, offs_d,
-                       full_end, end, n_k, qk_scale, row_keys, seed_key, thresh, keep_scale,
-                       True, CAUSAL, PRECISION, BLOCK_N, DROPOUT)
-    tl.store(DQ + ptrs, (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
 
 
 # --- wrappers: check inputs, allocate, launch ------------------------------------------------
@@ -667,29 +295,12 @@ def _check_qkv(q, k, v, scale):
     return float(scale)
 
 
-def _as_int32(u):
-    """The int32 with the bits of uint32 u (kernel arguments are signed; kernels bitcast back)."""
-    return u - 2 ** 32 if u >= 2 ** 31 else u
-
-
-def _size_class(bh, n_q, n_k):
-    """The autotuner's size key: ceil(log2) of B·H·Nq (how many query rows, so how many programs)
-    and of Nk, packed in one int. Calls in one class share a config; a new class is tuned once."""
-    return 64 * (bh * n_q - 1).bit_length() + (n_k - 1).bit_length()
-
-
-def _drop_args(dropout_p, seed):
-    """(seed_key, thresh, keep_scale, DROPOUT) kernel arguments for dropout_p and seed."""
-    p, seed = _dropout.check_dropout(dropout_p, seed)
-    return (_as_int32(_dropout.seed_key(seed)), _as_int32(_dropout.threshold(p)), 1.0 / (1.0 - p), p > 0)
-
-
 def keep_mask(seed, shape, p, device=None):
     """The keep-mask the kernels apply, bool tensor of ``shape`` (B, H, Nq, Nk) (or any
     (..., Nq, Nk)), drawn by a Triton kernel with the kernels' own hash; equal to
     ``flash_np.keep_mask(seed, shape, p)``. For tests and teaching: the attention kernels never
     build it. ``device`` defaults to CUDA (the CPU under TRITON_INTERPRET=1)."""
-    seed_key, thresh, _, _ = _drop_args(p, seed)
+    drop = dropout_triton.drop_args(p, seed)
     shape = tuple(int(n) for n in shape)
     if len(shape) < 2 or min(shape) < 1:
         raise ValueError(f"shape must be (..., Nq, Nk) with sizes >= 1, got {shape}")
@@ -699,8 +310,8 @@ def keep_mask(seed, shape, p, device=None):
     heads = math.prod(shape[:-2])
     out = torch.empty((heads, n_q, n_k), dtype=torch.int8, device=device)
     block = 32
-    _keep_mask_kernel[(triton.cdiv(n_q, block), triton.cdiv(n_k, block), heads)](
-        out, n_q, n_k, seed_key, thresh, BLOCK_M=block, BLOCK_N=block)
+    dropout_triton.keep_mask_kernel[(triton.cdiv(n_q, block), triton.cdiv(n_k, block), heads)](
+        out, n_q, n_k, drop.seed_key, drop.thresh, BLOCK_M=block, BLOCK_N=block)
     return out.bool().reshape(shape)
 
 
@@ -727,7 +338,7 @@ def forward(q, k, v, causal=False, scale=None, dropout_p=0.0, seed=0):
             undropped.
     """
     scale = _check_qkv(q, k, v, scale)
-    seed_key, thresh, keep_scale, drop = _drop_args(dropout_p, seed)
+    drop = dropout_triton.drop_args(dropout_p, seed)
     causal = bool(causal)
     b, h, n_q, d = q.shape
     n_k = k.shape[2]
@@ -738,8 +349,8 @@ def forward(q, k, v, causal=False, scale=None, dropout_p=0.0, seed=0):
     lse = torch.empty((b, h, n_q), device=q.device, dtype=torch.float32)
     strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3])
     tensors = (q, k, v, o)
-    if use_tma:  # block shapes are set per config by _set_block_shapes
-        tensors = tuple(_descriptor(t) for t in tensors)
+    if use_tma:  # block shapes are set per config by triton_tuning.set_block_shapes
+        tensors = tuple(descriptor(t) for t in tensors)
 
     def grid(meta):
         return (triton.cdiv(n_q, meta["BLOCK_M"]), b * h)
@@ -747,9 +358,9 @@ def forward(q, k, v, causal=False, scale=None, dropout_p=0.0, seed=0):
     _fwd_kernel[grid](
         *tensors, lse, *strides,
         h, n_q, n_k, scale * LOG2E.value,
-        seed_key, thresh, keep_scale, _size_class(b * h, n_q, n_k),
+        drop.seed_key, drop.thresh, drop.keep_scale, size_class(b * h, n_q, n_k),
         HEAD_DIM=d, CAUSAL=causal, PRECISION=_precision(q.dtype),
-        USE_TMA=use_tma, WARP_SPEC=bool(WARP_SPEC) and not INTERPRET, DROPOUT=drop,
+        USE_TMA=use_tma, WARP_SPEC=bool(WARP_SPEC) and not INTERPRET, DROPOUT=drop.on,
     )
     return o, lse
 
@@ -768,7 +379,7 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None, dropout_p=0.0, seed=
         dq (B, H, Nq, d), dk (B, H, Nk, d), dv (B, H, Nk, d), in q's dtype.
     """
     scale = _check_qkv(q, k, v, scale)
-    seed_key, thresh, keep_scale, drop = _drop_args(dropout_p, seed)
+    drop = dropout_triton.drop_args(dropout_p, seed)
     causal = bool(causal)
     for name, t in (("o", o), ("do", do)):
         _check_tensor(name, t)
@@ -795,7 +406,7 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None, dropout_p=0.0, seed=
         atomic = 0  # bulk reductions need the copy engine: Hopper or later, not the interpreter
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
-    # the atomic dQ buffer is zeroed by _set_block_shapes right before each launch (autotuning
+    # the atomic dQ buffer is zeroed by triton_tuning.set_block_shapes right before each launch (autotuning
     # launches several times), so it is allocated without a fill of its own
     dq_acc = torch.empty(q.shape, device=q.device, dtype=torch.float32) if atomic else dk
     precision = _precision(q.dtype)
@@ -807,13 +418,13 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None, dropout_p=0.0, seed=
     # d = 128 they cost 10% there, while the bulk dQ reduction still pays).
     use_tma = _use_tma(q) and d <= 64
     tensors = (q, k, v, do, lse, delta, dk, dv)
-    if use_tma:  # block shapes are set per config by _set_block_shapes
-        tensors = tuple(t if t.dim() == 3 else _descriptor(t) for t in tensors)
+    if use_tma:  # block shapes are set per config by triton_tuning.set_block_shapes
+        tensors = tuple(t if t.dim() == 3 else descriptor(t) for t in tensors)
     _bwd_dkdv_kernel[grid_kv](
-        *tensors, _descriptor(dq_acc) if atomic == 2 else dq_acc,
+        *tensors, descriptor(dq_acc) if atomic == 2 else dq_acc,
         n_q, n_k, scale, scale * LOG2E.value,
-        seed_key, thresh, keep_scale, _size_class(b * h, n_q, n_k),
-        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, DROPOUT=drop, ATOMIC_DQ=atomic, USE_TMA=use_tma,
+        drop.seed_key, drop.thresh, drop.keep_scale, size_class(b * h, n_q, n_k),
+        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, DROPOUT=drop.on, ATOMIC_DQ=atomic, USE_TMA=use_tma,
     )
     if atomic:
         return dq_acc.to(q.dtype), dk, dv
@@ -826,8 +437,8 @@ def backward(q, k, v, o, lse, do, causal=False, scale=None, dropout_p=0.0, seed=
     _bwd_dq_kernel[grid_q](
         q, k, v, do, lse, delta, dq,
         n_q, n_k, scale, scale * LOG2E.value,
-        seed_key, thresh, keep_scale, _size_class(b * h, n_q, n_k),
-        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, DROPOUT=drop,
+        drop.seed_key, drop.thresh, drop.keep_scale, size_class(b * h, n_q, n_k),
+        HEAD_DIM=d, CAUSAL=causal, PRECISION=precision, DROPOUT=drop.on,
     )
     return dq, dk, dv
 

@@ -3,14 +3,20 @@
 Liu, Zaharia & Abbeel 2023, "Ring Attention with Blockwise Transformers for Near-Infinite
 Context" (arXiv:2310.01889). When a sequence does not fit one device, cut it into P shards:
 device r keeps the queries of shard r for the whole pass and starts with the keys and values
-of shard r. In each of P steps every device attends its queries to the K/V shard it holds,
-folds the resulting partial (o, lse) into its running merge with the monoid of ``split_k``,
-and passes that K/V shard to device r + 1 (mod P) — so after P steps every query has met every
-key, and no device ever held more than one Q shard and one or two K/V shards::
+of shard r. In each of P steps every device attends its queries to the K/V shard it holds and
+folds the resulting partial (o, lse) into its running merge with the monoid of ``split_k``;
+after each of the first P − 1 steps it passes that K/V shard to device r + 1 (mod P) — P − 1
+sends in all — so after P steps every query has met every key, and no device ever held more
+than one Q shard and one or two K/V shards::
 
     step s, device r holds K/V shard t = (r − s) mod P
     (o_r, lse_r) ← (o_r, lse_r) ⊕ attention(Q_r, K_t, V_t)        the monoid of split_k
-    send K_t, V_t to device r + 1
+    send K_t, V_t to device r + 1                                  (not after the last step)
+
+A real ring overlaps each send with the step's compute, which hides the send only when a
+block of c tokens per device computes at least as long as it takes to send (c ≥ F/B: Liu et
+al., Sec. 3; :func:`nlpcore.hardware.ring_min_block`). This simulator runs the steps one after
+another and counts, it does not time.
 
 The order in which device r meets the shards (r, r−1, r−2, ...) differs from device to
 device; associativity and commutativity of ⊕ are what make every order give the same answer.

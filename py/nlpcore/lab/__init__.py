@@ -13,15 +13,24 @@ in CPython for the tests and in Pyodide for the page (through ``nlpcore.web.exer
 
 Adding an exercise: add a folder ``nlpcore/lab/exercises/<id>/`` (statements, starters,
 solutions and checks together; see the README.md there). Checks that must run in the page (WebGPU) use
-``Check(runner="webgpu", prepare=..., verify=...)``; see :mod:`nlpcore.lab.framework`.
+``Check(runner="webgpu", prepare=..., verify=...)``; see :mod:`nlpcore.lab.model`. Exercises
+import only :mod:`nlpcore.lab.model` and :mod:`nlpcore.lab.judging`; :mod:`nlpcore.lab.session`
+runs and judges them.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Dict, List
+import os
+import sys
+from typing import Dict, List, Optional
 
 from .exercises import discover as _discover
-from .framework import Exercise, grade as _grade, library_changed, verify_js as _verify_js
+from . import session as _session
+from .model import Exercise
+from .session import grade as _grade, library_changed, verify_js as _verify_js
+
+# Whether the learner's phase of a grade runs in a separate process (CPython; not Pyodide).
+SEPARATE_PROCESS = sys.platform != "emscripten" and hasattr(os, "fork")
 
 _cache: Dict[str, Exercise] = {}
 
@@ -49,9 +58,24 @@ def exercises() -> List[Exercise]:
     return [exercise(ex_id) for ex_id, _ in _available()]
 
 
-def grade(ex_id: str, step_id: str, code: str) -> dict:
-    """Grade ``code`` for one step; see :func:`nlpcore.lab.framework.grade`."""
-    return _grade(exercise(ex_id), step_id, code)
+def grade(ex_id: str, step_id: str, code: str, seed: Optional[int] = None) -> dict:
+    """Grade ``code`` for one step: {passed, checks [{id, title, status, message, ...}], stdout,
+    stderr, traceback, restored, record, report, seed, elapsed_ms}.
+
+    In CPython the learner's code runs in a fresh Python process with a time limit
+    (:mod:`nlpcore.lab.runner`) and this interpreter, which never runs it, judges what came back
+    (:func:`nlpcore.lab.session.judge`). Where processes cannot be started (Pyodide) both phases
+    run in this interpreter (:func:`nlpcore.lab.session.grade`); the page instead judges in a
+    second worker (:mod:`nlpcore.web.exercises`)."""
+    ex = exercise(ex_id)
+    ex.step(step_id)                        # ValueError names the steps
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of source, got %s" % type(code).__name__)
+    seed = _session.new_seed() if seed is None else seed
+    if not SEPARATE_PROCESS:
+        return _grade(ex, step_id, code, seed)
+    from . import runner
+    return _session.judge(ex, step_id, runner.collect(ex_id, step_id, code, seed))
 
 
 def verify_js(ex_id: str, step_id: str, check_id: str, code: str, job, outputs) -> dict:

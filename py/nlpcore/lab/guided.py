@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import hardware
 from ..kernels import io_model
-from ..kernels.tiling import WEBGPU_DEFAULT_STORAGE
+from ..kernels.tiling import KEY_STEP, WEBGPU_DEFAULT_STORAGE, bytes_needed
 
 TITLE = "FlashAttention: Exact Attention That Respects the Memory Hierarchy"
 CODE = "F08.01"
@@ -57,8 +57,10 @@ STEPS = (
      "do": ("Before reading the comparison above, predict. The WGSL shader on your GPU and its "
             "NumPy mirror run the same float32 operations in the same order, on the same tile "
             "plan; `flash_np` runs the same algorithm with other tile sizes. Tiling changes the "
-            "*order* of the additions in every row sum, never *what* is summed (Theorem 1 of "
-            "the paper proves the output exact)."),
+            "*order* of the additions in every row sum, and the rescaling factors "
+            "e^(m_old − m_new) change how each summand is rounded; in exact arithmetic the "
+            "result is the same (Theorem 1 of the paper proves the output exact), in float32 it "
+            "is close, not equal."),
      "question": "How far apart will the GPU's output and the mirror's be (largest |Δ|)?",
      "answer": {"kind": "choice", "choices": [
          _choice("Exactly 0: the same operations give the same bits.",
@@ -114,9 +116,14 @@ STEPS = (
      "answer": {"kind": "integer", "unit": "bytes"}, "needs": "compare"},
     {"id": "tile-refuse", "kind": "Predict", "title": "Predict, then run: a head too wide",
      "minutes": 5,
-     "do": ("Predict first: at d = %d one float32 row of K is %d bytes, and a tile needs at "
-            "least one row of K and one of V, plus per-row statistics. Then set **d = %d**, run, "
-            "and read what the page says." % (REFUSE_D, 4 * REFUSE_D, REFUSE_D)),
+     "do": ("Predict first. The shader keeps each query row's q, its output accumulator and "
+            "its statistics m, ℓ in registers; workgroup memory holds only what the rows share: "
+            "the staged tiles of K and V (and, for rows wider than 64, partial scores). Keys are "
+            "taken %d at a time (one vec4 of scores), so the smallest tile is %d rows of K and "
+            "%d of V. At d = %d one float32 row is %d bytes, and the default budget is %d bytes. "
+            "Then set **d = %d**, run, and read what the page says."
+            % (KEY_STEP, KEY_STEP, KEY_STEP, REFUSE_D, 4 * REFUSE_D, WEBGPU_DEFAULT_STORAGE,
+               REFUSE_D)),
      "question": "What happens at d = %d?" % REFUSE_D,
      "answer": {"kind": "choice", "choices": [
          _choice("The plan refuses before anything is dispatched, and says why.", None),
@@ -484,9 +491,11 @@ def _check_tile_refuse(spec: dict, picked: int, observed) -> dict:
     right = 0 if refuses else 1
     if picked == right:
         return _verdict(True, "Right. " + (
-            "The plan checks the budget before any dispatch: even the smallest tiles need more "
-            "than %d bytes at d = %d, so the page shows the reason instead of running."
-            % (WEBGPU_DEFAULT_STORAGE, REFUSE_D)
+            "The plan checks the budget before any dispatch: even the smallest tiles (%d keys "
+            "of K and of V) need %d bytes at d = %d, over the %d-byte limit, so the page shows "
+            "the reason instead of running."
+            % (KEY_STEP, bytes_needed(1, KEY_STEP, REFUSE_D, REFUSE_D, 4), REFUSE_D,
+               WEBGPU_DEFAULT_STORAGE)
             if refuses else "The plan fits by shrinking the tiles."))
     if picked == 2:
         return _verdict(False, "Workgroup memory cannot spill: a pipeline that declares more "

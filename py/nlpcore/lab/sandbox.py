@@ -3,11 +3,11 @@ grade (or a later page action that runs in the same Python).
 
 Learner code runs in the grader's own interpreter (CPython in the tests, the page's Pyodide
 worker in the browser). It can rebind names in any module (``np.allclose = ...``,
-``framework.run_check = ...``, ``builtins.abs = ...``), change a function's code or defaults,
+``session.judge = ...``, ``builtins.abs = ...``), change a function's code or defaults,
 mutate module-level containers and the attributes of the exercise objects, install trace hooks,
 redirect ``sys.stdout``, or change NumPy's error state. :class:`Snapshot` records all of that
 once, while the interpreter is still untouched, and :meth:`Snapshot.restore` puts it back after
-every submission (see :func:`nlpcore.lab.framework.grade`).
+every submission (see :func:`nlpcore.lab.session.isolated`).
 
 What is recorded (the *guarded modules* are ``builtins``, ``sys``, ``nlpcore.*``, ``numpy.*``
 and the standard modules the graders use):

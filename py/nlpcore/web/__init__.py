@@ -13,18 +13,19 @@ travel through the JSON encoding used between the worker and Python:
 - non-finite floats (the ``lse`` of a fully masked row is ``-inf``) travel as
   ``{"__float__": "inf" | "-inf" | "nan"}``, because JSON has no spelling for them.
 
-NumPy arrays and scalars in a result become lists and Python numbers (see :func:`to_plain`).
+NumPy arrays and scalars in a result become lists and Python numbers (:func:`to_plain`); the
+encoding is :mod:`nlpcore.plain`'s, the one the graders use too.
 This module must run inside Pyodide 0.17 (Python 3.8, NumPy 1.17).
 """
 
 from __future__ import annotations
 
-import base64
 import importlib
 import json
-import math
 import re
 from typing import Any, Dict, Optional
+
+from ..plain import decode, encode, to_plain
 
 __all__ = ["call", "call_json", "to_plain", "encode", "decode"]
 
@@ -68,48 +69,3 @@ def call_json(name: str, payload_json: str) -> str:
     """The worker's entry point: JSON in (see module docstring), JSON out."""
     payload = decode(json.loads(payload_json)) if payload_json else None
     return json.dumps(encode(call(name, payload)), allow_nan=False, separators=(",", ":"))
-
-
-def to_plain(value: Any) -> Any:
-    """Turn NumPy arrays/scalars, tuples and nested containers into plain Python data."""
-    if value is None or isinstance(value, (bool, str, bytes)):
-        return value
-    if isinstance(value, (int, float)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_plain(v) for v in value]
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    tolist = getattr(value, "tolist", None)  # NumPy arrays and NumPy scalars
-    if tolist is not None:
-        return to_plain(tolist())
-    raise TypeError("result: cannot send a {} to the page (expected plain data)".format(
-        type(value).__name__))
-
-
-def encode(value: Any) -> Any:
-    """Plain data -> JSON-safe data, tagging bytes and non-finite floats."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"__float__": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
-    if isinstance(value, bytes):
-        return {"__bytes__": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, dict):
-        return {k: encode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [encode(v) for v in value]
-    return value
-
-
-def decode(value: Any) -> Any:
-    """Inverse of :func:`encode`."""
-    if isinstance(value, dict):
-        if len(value) == 1 and "__bytes__" in value:
-            return base64.b64decode(value["__bytes__"])
-        if len(value) == 1 and "__float__" in value:
-            return float(value["__float__"])
-        return {k: decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    return value

@@ -1,8 +1,14 @@
 """The exercise pages' door into Python (called through :func:`nlpcore.web.call`).
 
     exercises.catalog()                                  -> ids, titles, steps (summary)
-    exercises.grade(exercise, step, code)                -> {checks, passed, record, report, elapsed_ms,
-                                                            stdout, stderr, traceback, restored}
+    exercises.collect(exercise, step, code)              -> {phase, restored}: the learner's half of a
+                                                            grade (the worker that runs learner code)
+    exercises.judge(exercise, step, phase)               -> the grade {checks, passed, record, report,
+                                                            elapsed_ms, stdout, stderr, traceback,
+                                                            restored, seed} (the judge worker)
+    exercises.conclude(exercise, step, code, grade, ran) -> the finished grade after the page ran
+                                                            the pending (GPU) jobs (judge worker)
+    exercises.grade(exercise, step, code)                -> both halves in one worker
     exercises.scratch(exercise, step, definitions, code) -> {stdout, stderr, traceback, value,
                                                             restored, elapsed_ms}: runs code
                                                             against the learner's definitions,
@@ -10,16 +16,13 @@
     exercises.verify(exercise, step, check, code, job, outputs)
                                                          -> one check's verdict after the page ran
                                                             its job (JS-run checks, e.g. WebGPU)
-    exercises.kill_matrix(code=None)                     -> the break-it kill matrix of a suite
-                                                            (the weak suite when code is None),
-                                                            with ``restored`` as grade's
     exercises.lab_check(step, answer, observed=None)     -> a guided-lab answer's verdict
     exercises.lab_timing_spec(n, kernel)                 -> the dispatch spec the lab times on
                                                             the learner's GPU (tiled or naive)
 
 Learner code arrives as a plain string and runs with ``exec`` in a fresh namespace (see
-:func:`nlpcore.lab.framework.load_learner`); whatever it changes in the interpreter is undone
-after each call (:func:`nlpcore.lab.framework.isolated`) and listed in ``restored``; when that
+:func:`nlpcore.lab.session.load_learner`); whatever it changes in the interpreter is undone
+after each call (:func:`nlpcore.lab.session.isolated`) and listed in ``restored``; when that
 list is not empty the page replaces its worker (js/runtime.js, which also enforces the time
 limit). A grade carries the learner's ``stdout``, ``stderr`` and ``traceback``. Must run in
 Pyodide 0.17 (Python 3.8, NumPy 1.17).
@@ -33,14 +36,12 @@ import traceback as _traceback
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import framework, guided
-from ..lab.exercises import module as _exercise_module
+from ..lab import guided, session, wire
 
-mutants = _exercise_module("break-it", "mutants")  # the break-it exercise's kernels and suites
+__all__ = ["catalog", "grade", "collect", "judge", "conclude", "scratch", "verify", "lab_check",
+           "lab_timing_spec"]
 
-__all__ = ["catalog", "grade", "scratch", "verify", "kill_matrix", "lab_check", "lab_timing_spec"]
-
-LEARNER_FILE = "<your code>"  # the file name framework.load_learner compiles the learner's code as
+LEARNER_FILE = "<your code>"  # the file name session.load_learner compiles the learner's code as
 SCRATCH_FILE = "<scratch>"
 
 TIMING_MAX_N = 8192  # the largest sequence length the lab's timing panel dispatches
@@ -60,8 +61,38 @@ def catalog() -> list:
 
 
 def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
-    """Grade ``code`` for one step of one exercise; see nlpcore.lab.framework.grade."""
+    """Grade ``code`` for one step of one exercise; see nlpcore.lab.session.grade."""
     return lab.grade(_str(exercise, "exercise"), _str(step, "step"), _str(code, "code"))
+
+
+def collect(exercise: str, step: str, code: str) -> Dict[str, Any]:
+    """The learner's half of a grade, in the worker that runs learner code: {phase (the
+    collected data as one JSON text, nlpcore.lab.wire), restored}. Hand ``phase`` to
+    :func:`judge` in the judge worker."""
+    ex = lab.exercise(_str(exercise, "exercise"))
+    phase = session.collect(ex, _str(step, "step"), _str(code, "code"), session.new_seed())
+    return {"phase": wire.pack(phase), "restored": phase["restored"]}
+
+
+def judge(exercise: str, step: str, phase: str) -> Dict[str, Any]:
+    """The finished grade from :func:`collect`'s ``phase``, in a worker that never runs learner
+    code: {passed, checks, record, report, stdout, stderr, traceback, restored, seed, elapsed_ms};
+    checks that run in the page come back "pending" with their job (then :func:`conclude`)."""
+    ex = lab.exercise(_str(exercise, "exercise"))
+    return session.judge(ex, _str(step, "step"), wire.unpack(_str(phase, "phase")))
+
+
+def conclude(exercise: str, step: str, code: str, grade: Dict[str, Any],
+             ran: Dict[str, Any]) -> Dict[str, Any]:
+    """The finished grade after the page ran the pending jobs of ``grade`` (from :func:`judge`):
+    ``ran`` maps each pending check's id to {outputs: {name: bytes}} or {error, fails_all}. Every
+    rule of the verdict is applied here; the page only shows it."""
+    if not isinstance(grade, dict) or not isinstance(grade.get("checks"), list):
+        raise TypeError("grade: expected the dict judge() returned")
+    if not isinstance(ran, dict):
+        raise TypeError("ran: expected a dict {check id: {outputs} or {error, fails_all}}")
+    return session.conclude(lab.exercise(_str(exercise, "exercise")), _str(step, "step"),
+                            _str(code, "code"), grade, ran)
 
 
 def _remember(filename: str, source: str) -> None:
@@ -81,12 +112,59 @@ def _scratch_traceback(err: BaseException) -> str:
     return "".join(lines)
 
 
-def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, Any]:
+class _KeptScratch:
+    """The scratch cell's namespace, kept between runs until the learner resets it: one at a
+    time, for the step it belongs to (``key`` "<exercise>/<step>", ``ns``, ``runs`` it has seen).
+    It is the learner's own state, so the grading sandbox neither records nor restores it
+    (``sandbox_skip``): restoring it would wipe it after every run."""
+
+    sandbox_skip = True
+
+    def __init__(self) -> None:
+        self.key, self.ns, self.runs = None, None, 0
+
+    def clear(self) -> None:
+        self.key, self.ns, self.runs = None, None, 0
+
+
+_SCRATCH_KEPT = _KeptScratch()
+PLOT_LIMIT = 16384  # elements of an array the page draws (a heatmap of 128 x 128, or a line)
+
+
+def _plottable(value: Any) -> Optional[Dict[str, Any]]:
+    """A 1-D or 2-D real array (ndarray, or a list of numbers) as plain data the page can draw:
+    {shape, dtype, data (row-major floats, None where not finite), min, max}; None otherwise."""
+    import numpy as np
+
+    if isinstance(value, (list, tuple)):
+        try:
+            value = np.asarray(value)
+        except Exception:  # ragged or odd lists are simply not drawn
+            return None
+    if not isinstance(value, np.ndarray) or value.ndim not in (1, 2) or value.size == 0:
+        return None
+    if value.dtype.kind not in "biuf" or value.size > PLOT_LIMIT:
+        return None
+    flat = value.astype(np.float64).ravel()
+    finite = np.isfinite(flat)
+    return {"shape": list(value.shape), "dtype": str(value.dtype),
+            "data": [float(x) if ok else None for x, ok in zip(flat, finite)],
+            "min": float(flat[finite].min()) if finite.any() else None,
+            "max": float(flat[finite].max()) if finite.any() else None}
+
+
+def scratch(exercise: str, step: str, definitions: str, code: str, keep: bool = False,
+            reset: bool = False) -> Dict[str, Any]:
     """Run ``code`` against the learner's current ``definitions`` (the editor's text), without
-    grading: the definitions run first in a fresh namespace, then ``code`` in the same namespace,
-    isolated as a grade is (:func:`nlpcore.lab.framework.isolated`, no kernel refused: the cell is
-    for exploring). A last line that is an expression is shown like at a Python prompt
-    (``value``: its repr). Returns {stdout, stderr, traceback, value, restored, elapsed_ms}."""
+    grading: the definitions run first, then ``code`` in the same namespace, isolated as a grade
+    is (:func:`nlpcore.lab.session.isolated`, no kernel refused: the cell is for exploring). A
+    last line that is an expression is shown like at a Python prompt (``value``: its repr; and
+    ``plot``: the value as plain data when it is a 1-D or 2-D real array, see :func:`_plottable`).
+
+    With ``keep``, the namespace outlives the run: the next run of the same step's cell starts
+    from it (the definitions run again first, so edits in the editor take effect) until
+    ``reset`` (or another step's cell, or a restart of Python). Returns {stdout, stderr,
+    traceback, value, plot, runs (runs this namespace has seen), restored, elapsed_ms}."""
     exercise, step = _str(exercise, "exercise"), _str(step, "step")
     definitions, code = _str(definitions, "definitions"), _str(code, "code")
     language = lab.exercise(exercise).step(step).language
@@ -95,10 +173,14 @@ def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, 
                          % (step, exercise, language))
     _remember(LEARNER_FILE, definitions)
     _remember(SCRATCH_FILE, code)
-    value, error = None, None
+    key = exercise + "/" + step
+    if reset or not keep or _SCRATCH_KEPT.key != key:
+        _SCRATCH_KEPT.clear()
+    ns = _SCRATCH_KEPT.ns
+    value, plot, error = None, None, None
     start = time.perf_counter()
-    with framework.isolated() as session:
-        ns = {"__name__": "learner", "__builtins__": __builtins__}
+    with session.isolated() as run:
+        ns = ns or {"__name__": "learner", "__builtins__": __builtins__}
         try:
             exec(compile(definitions, LEARNER_FILE, "exec"), ns)
             tree = ast.parse(code, SCRATCH_FILE, "exec")
@@ -110,14 +192,18 @@ def scratch(exercise: str, step: str, definitions: str, code: str) -> Dict[str, 
                 shown = eval(compile(last, SCRATCH_FILE, "eval"), ns)
                 if shown is not None:
                     value = repr(shown)
+                    plot = _plottable(shown)
         except Exception as err:  # learner code may raise anything
             error = err
-        ns = None
-    output = session.output()  # formatted after the interpreter is restored
+    if keep:
+        _SCRATCH_KEPT.key, _SCRATCH_KEPT.ns, _SCRATCH_KEPT.runs = key, ns, _SCRATCH_KEPT.runs + 1
+    ns = None
+    output = run.output()  # formatted after the interpreter is restored
     return {"stdout": output["stdout"], "stderr": output["stderr"],
             "traceback": "" if error is None else _scratch_traceback(error),
-            "value": None if value is None else value[:framework.OUTPUT_LIMIT],
-            "restored": session.restored,
+            "value": None if value is None else value[:session.OUTPUT_LIMIT],
+            "plot": plot, "runs": _SCRATCH_KEPT.runs if keep else 1,
+            "restored": run.restored,
             "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1)}
 
 
@@ -129,24 +215,6 @@ def verify(exercise: str, step: str, check: str, code: str, job: Any = None,
         raise TypeError("outputs: expected a dict {name: bytes}, got %s" % type(outputs).__name__)
     return lab.verify_js(_str(exercise, "exercise"), _str(step, "step"), _str(check, "check"),
                          _str(code, "code"), job, outputs or {})
-
-
-def kill_matrix(code: Optional[str] = None) -> Dict[str, Any]:
-    """The break-it kill matrix (clean kernel and five mutants × tests) of the weak suite, or of
-    the suite in ``code``, as {columns, rows, killers}."""
-    source = mutants.WEAK_SUITE_SOURCE if code is None else _str(code, "code")
-    with framework.isolated() as session:
-        try:
-            suite = mutants.load_suite(source)
-        except BaseException as err:  # the learner's suite may raise anything while loading
-            raise ValueError("code: the test suite raised %s while loading: %s"
-                             % (type(err).__name__, err))
-        matrix = mutants.kill_matrix(suite)
-        matrix = {kid: {str(t): str(r) for t, r in row.items()} for kid, row in matrix.items()}
-    table = mutants.matrix_table(matrix)
-    table["killers"] = mutants.killers(matrix)
-    table["restored"] = session.restored
-    return table
 
 
 def lab_check(step: str, answer: Any = None, observed: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:

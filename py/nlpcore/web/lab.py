@@ -161,10 +161,6 @@ def _run_cpu(key: tuple) -> Dict[str, Any]:
     return _last
 
 
-def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
-
-
 def compare_pair(name: str, result: Tuple[np.ndarray, np.ndarray],
                  reference: Tuple[np.ndarray, np.ndarray], precision: str = "float32") -> Dict[str, Any]:
     """max |delta| of o and lse between two (o, lse) results, and the verdict for `name`.
@@ -195,18 +191,17 @@ def compare_pair(name: str, result: Tuple[np.ndarray, np.ndarray],
             int(empty.sum()), int(empty_ref.sum()))
     elif np.any(o[empty] != 0) or np.any(o_ref[empty_ref] != 0):
         problem = "a row with no allowed key has o != 0"
-    o_err = _max_abs(o, o_ref)
-    lse_err = None
-    max_abs = o_err
+    bar = tolerances.Tol(atol=tol["atol"], rtol=tol["rtol"], scale=tolerances.ARRAY)
+    o_verdict = tolerances.compare(o, o_ref, bar)
     live = ~empty & ~empty_ref
-    if problem is None:
-        lse_err = _max_abs(lse[live], lse_ref[live])
-        max_abs = max(o_err, lse_err)
-    o_bound = tol["atol"] + tol["rtol"] * (float(np.max(np.abs(o_ref))) if o_ref.size else 0.0)
-    lse_bound = tol["atol"] + tol["rtol"] * (float(np.max(np.abs(lse_ref[live]))) if live.any() else 0.0)
-    if problem is None and o_err > o_bound:
+    lse_verdict = tolerances.compare(lse[live], lse_ref[live], bar)
+    o_err, o_bound = o_verdict.max_err, o_verdict.bound if o_ref.size else tol["atol"]
+    lse_err = lse_verdict.max_err if problem is None else None
+    lse_bound = lse_verdict.bound if live.any() else tol["atol"]
+    max_abs = o_err if lse_err is None else max(o_err, lse_err)
+    if problem is None and not o_verdict.ok:
         problem = "o: max |delta| {:.3g} exceeds the tolerance {:.3g}".format(o_err, o_bound)
-    elif problem is None and lse_err > lse_bound:
+    elif problem is None and not lse_verdict.ok:
         problem = "lse: max |delta| {:.3g} exceeds the tolerance {:.3g}".format(lse_err, lse_bound)
     return {"pair": name, "o_max_abs": o_err, "lse_max_abs": lse_err, "max_abs": max_abs,
             "o_bound": o_bound, "lse_bound": lse_bound, "atol": tol["atol"], "rtol": tol["rtol"],

@@ -29,6 +29,7 @@ import numpy as np
 from .. import hardware, measured
 from ..kernels import flash_np, io_model, online_softmax, reference
 
+from . import lessons
 __all__ = ["options", "plan", "trace", "run_episode_cell"]
 
 # What the visualizer offers. Every combination passes plan() or is refused with a reason
@@ -52,6 +53,7 @@ CELL_LIMITS = {
     "online": {"n": 4096, "scale": 100000},
     "gpu": {"d": 256, "br": 512, "bc": 512, "warps": 32},
 }
+CELL_LIMITS.update(lessons.CELL_LIMITS)  # "fa2" and "ring": FlashAttention-2 and the ring's overlap
 MIN_SRAM = 16  # elements: the smallest M a cell accepts
 
 FP16_BYTES = hardware.FP16_BYTES
@@ -294,10 +296,11 @@ def run_episode_cell(name: str, params: Optional[Dict[str, Any]] = None) -> dict
     Cells: "exact" (tiled vs naive attention), "roofline" (the HBM cost model on a chosen GPU),
     "gpu" (one thread block's tile on a chosen GPU: shared memory, registers, occupancy),
     "tiling" (block sizes and counted vs closed-form accesses), "online" (streaming softmax
-    and the monoid laws). Bad parameters raise ValueError/TypeError naming the parameter.
+    and the monoid laws), "fa2" and "ring" (:mod:`nlpcore.web.lessons`). Bad parameters raise ValueError/TypeError naming the parameter.
     """
     cells = {"exact": _cell_exact, "roofline": _cell_roofline, "gpu": _cell_gpu,
-             "tiling": _cell_tiling, "online": _cell_online}
+             "tiling": _cell_tiling, "online": _cell_online,
+             "fa2": lessons.cell_fa2, "ring": lessons.cell_ring}
     if name not in cells:
         raise ValueError("name must be one of {}, got {!r}".format(sorted(cells), name))
     if params is None:
@@ -490,7 +493,11 @@ def page_numbers() -> dict:
                     key + "_3d2": 3 * d * d})
     fig2 = io_model.figure2()
     out.update({"fig2_standard_gb": "%g" % fig2["paper_standard_gb"],
-                "fig2_flash_gb": "%g" % fig2["paper_flash_gb"]})
+                "fig2_flash_gb": "%g" % fig2["paper_flash_gb"],
+                "fig2_flash_skip_gb": "%.1f" % fig2["baseline_flash_skip_gb"],
+                "fig2_standard_ms": "%g" % fig2["paper"]["standard_ms"],
+                "fig2_flash_ms": "%g" % fig2["paper"]["flash_ms"]})
+    out.update(lessons.page_numbers())
     return out
 
 

@@ -17,7 +17,7 @@ def forward(q, k, v, mask=None, causal=False, block_q=16, block_k=16):
     # o = np.zeros((n_q, dv))  STARTER
     # lse = np.zeros(n_q)  STARTER
     acc_dtype = np.dtype(np.float32) if q.dtype.itemsize < 4 else q.dtype     # float16 accumulates in float32
-    qa, ka, va = (x.astype(acc_dtype) for x in (q, k, v))
+    qa, ka, va = (np.asarray(x, dtype=acc_dtype) for x in (q, k, v))  # no copy when already acc_dtype
     scale = acc_dtype.type(1.0 / np.sqrt(d))
     if mask is not None:
         mask = np.broadcast_to(np.asarray(mask, dtype=bool), (n_q, n_k))   # (1, Nk) padding -> (Nq, Nk)

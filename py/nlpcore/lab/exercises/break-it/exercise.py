@@ -3,7 +3,12 @@ mutant of a clean online-softmax kernel. The kernel, mutants and suites are in
 :mod:`mutants` beside this file; the kill matrix is computed live (in Pyodide on the page)."""
 from __future__ import annotations
 
-from nlpcore.lab.framework import Folder, CheckFailed, Check, Exercise, Step
+import copy
+import types
+
+from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, Step
+from nlpcore.lab.judging import rng
+from . import hidden
 from . import mutants as mu
 
 HERE = Folder(__file__)  # this exercise's folder: statements, starters, solutions
@@ -91,10 +96,50 @@ def _learner_tests(ns):
 
 
 def _collect_matrix(ns):
-    """Phase 1: the learner's kill matrix over the clean kernel and every mutant, as plain
-    data ({kernel: {test: outcome string}})."""
-    matrix = mu.kill_matrix(_learner_tests(ns), mu.kernels())
-    return {kid: {str(t): str(r) for t, r in row.items()} for kid, row in matrix.items()}
+    """Phase 1: the learner's kill matrix as plain data ({kernel: {test: outcome string}}),
+    over the hidden kernels (:mod:`hidden`: the same bugs written differently from the shown
+    ones), handed over in an order shuffled per grade, each one to tests whose module state
+    (values, function defaults and attributes) is put back as it was before every kernel, so a
+    suite can neither recognise a kernel by its code nor count its way to one."""
+    tests = _learner_tests(ns)
+    reset = _state_keeper(ns)
+    ids = ["clean"] + list(mu.MUTANTS)
+    order = [ids[i] for i in rng(0).permutation(len(ids))]
+    matrix = {}
+    for kid in order:
+        reset()
+        kernel = mu.load_kernel(hidden.source(kid))
+        matrix[kid] = {str(t): str(mu.outcome(fn, kernel)) for t, fn in tests.items()}
+    return {kid: matrix[kid] for kid in ids}
+
+
+def _state_keeper(ns):
+    """A function that puts the learner's module-level values, and its functions' defaults and
+    attributes, back to deep copies of what they are now (what cannot be copied is left)."""
+    saved, functions = {}, []
+    for name, value in list(ns.items()):
+        if name.startswith("__"):
+            continue
+        if isinstance(value, types.FunctionType):
+            try:
+                functions.append((value, copy.deepcopy(value.__defaults__),
+                                  copy.deepcopy(value.__kwdefaults__), copy.deepcopy(value.__dict__)))
+            except BaseException:  # learner objects may refuse to be copied
+                pass
+        elif not isinstance(value, (types.ModuleType, type)):
+            try:
+                saved[name] = copy.deepcopy(value)
+            except BaseException:
+                pass
+
+    def reset():
+        for name, value in saved.items():
+            ns[name] = copy.deepcopy(value)
+        for fn, defaults, kwdefaults, attrs in functions:
+            fn.__defaults__, fn.__kwdefaults__ = copy.deepcopy(defaults), copy.deepcopy(kwdefaults)
+            fn.__dict__.clear()
+            fn.__dict__.update(copy.deepcopy(attrs))
+    return reset
 
 
 def _check_clean(matrix):

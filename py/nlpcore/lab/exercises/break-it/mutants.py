@@ -24,6 +24,7 @@ from collections import OrderedDict
 from typing import Callable, Dict, List
 
 import numpy as np
+import numpy.testing  # noqa: F401  loaded before grading: a suite that uses np.testing changes nothing
 
 CLEAN_SOURCE = '''\
 import numpy as np

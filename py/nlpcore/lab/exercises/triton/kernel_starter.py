@@ -7,8 +7,8 @@ recomputed P, dP and dS and dQ's accumulation, and the autograd wrapper.
 
 Copy the starter (say to my_flash.py), write the marked parts, then grade it:
 
-    TRITON_INTERPRET=1 python -m nlpcore.kernels.check_triton my_flash.py --device cpu   # no GPU
-    python -m nlpcore.kernels.check_triton my_flash.py                                  # on a GPU
+    TRITON_INTERPRET=1 python -m nlpcore.lab.exercises.triton.check_triton my_flash.py --device cpu   # no GPU
+    python -m nlpcore.lab.exercises.triton.check_triton my_flash.py                                  # on a GPU
 
 As written, the starter runs but gives wrong answers (placeholders of the right shape), and its
 autograd wrapper raises NotImplementedError.

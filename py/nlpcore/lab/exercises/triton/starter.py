@@ -7,7 +7,7 @@ cannot drift from the solution; tests/test_flash_triton.py fails when the two di
 """
 from __future__ import annotations
 
-from nlpcore.lab.framework import Folder, starter_from_solution
+from nlpcore.lab.model import Folder, starter_from_solution
 
 HERE = Folder(__file__)
 SOLUTION, STARTER = "kernel_solution.py", "kernel_starter.py"

@@ -10,7 +10,7 @@ import numpy as np
 
 from nlpcore.kernels import flash_wgsl_mirror as mirror
 from nlpcore.kernels import reference, tiling
-from nlpcore.lab.framework import CheckFailed
+from nlpcore.lab.model import CheckFailed
 
 from .sizing import STORAGE_LIMIT, Layout
 

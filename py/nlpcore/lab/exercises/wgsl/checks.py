@@ -1,7 +1,7 @@
-"""The checks of both steps. GPU checks have two halves (see :mod:`nlpcore.lab.framework`):
+"""The checks of both steps. GPU checks have two halves (see :mod:`nlpcore.lab.model`):
 :meth:`GpuCase.prepare` fixes the plan, refuses a shader over the memory budget and returns a
 dispatch spec carrying the shader inline, its loops guarded (:mod:`.guard`); the page runs it
-(``site/js/wgsl-exercise.js``) and :meth:`GpuCase.verify` reads the loop guard's trips, then
+(``site/js/exercises/wgsl.js``) and :meth:`GpuCase.verify` reads the loop guard's trips, then
 compares what came back with the CPU mirror. The Python-only checks (interface, memory
 budget, the mirror with the learner's plan) run without WebGPU too.
 """
@@ -14,7 +14,8 @@ import numpy as np
 from nlpcore.kernels import flash_wgsl_mirror as mirror
 from nlpcore.kernels import tiling
 from nlpcore import tolerances
-from nlpcore.lab.framework import Check, CheckFailed, assert_close, shapes_of
+from nlpcore.lab.judging import assert_close, shapes_of
+from nlpcore.lab.model import Check, CheckFailed
 
 from .cases import TIMING_CASES, Case, _host, _tile_plan, expected, reference64
 from . import guard
@@ -68,12 +69,8 @@ class GpuCase:
         from the page)."""
         source = _source(ns)
         info, lay = _plan_for(ns, self.case)
-        unused = [n for n in REQUIRED_USE if not info.uses(n)]
-        if unused:
-            raise CheckFailed("not run: your shader declares but never uses %s — the kernel must "
-                              "read params, q, k, v and write o and lse (see the TODOs)"
-                              % ", ".join(unused), expected="every binding in use",
-                              got="unused: " + ", ".join(unused))
+        # A shader that leaves bindings unused still goes to the page, which compiles it first:
+        # a compiler error then reaches the learner before this (verify reports the unused ones).
         br, bc = lay.env["BR"], lay.env["BC"]
         q, k, v, mask, _, _ = expected(self.case, br, bc)
         spec = mirror.dispatch_spec(q, k, v, causal=self.case.causal, mask=mask,
@@ -119,6 +116,7 @@ class GpuCase:
 
     def verify(self, ns, job, outputs) -> str:
         spec, guarded = self._spec(ns)  # rebuilt from the case, not trusted from the page
+        _require_use(parse_shader(_source(ns)), "no result")
         br, bc = spec["meta"]["layout"]["br"], spec["meta"]["layout"]["bc"]
         context = "%s [%s; BR=%d, BC=%d]" % (self.case.title, self.case.describe(br, bc), br, bc)
         outputs = outputs or {}
@@ -164,12 +162,24 @@ def gpu_check(case: Case) -> Check:
 # Checks that run in Python alone (also without WebGPU)
 # ------------------------------------------------------------------------------------------
 
+def _require_use(info: ShaderInfo, what: str) -> None:
+    """CheckFailed unless the shader uses every binding the kernel needs: an untouched starter
+    (TODOs in place) passes no check."""
+    unused = [n for n in REQUIRED_USE if not info.uses(n)]
+    if unused:
+        raise CheckFailed("%s: your shader declares but never uses %s — the kernel must read "
+                          "params, q, k, v and write o and lse (see the TODOs)"
+                          % (what, ", ".join(unused)), expected="every binding in use",
+                          got="unused: " + ", ".join(unused))
+
+
 def _check_interface(ns) -> str:
     info = parse_shader(_source(ns))
     try:
         check_interface(info)
     except ShaderError as err:
         raise CheckFailed(str(err), expected="the interface of the starter shader")
+    _require_use(info, "interface incomplete")
     plan = ", ".join("%s = %s" % (n, info.overrides[n] or "set by the host")
                      for n in ("BR", "BC", "KS", "SPART") if n in info.overrides)
     return "bindings 0-6, overrides D, DV%s and @compute fn main (line %d) are in place" % (
@@ -178,6 +188,13 @@ def _check_interface(ns) -> str:
 
 def _budget(cases):
     def run(ns) -> str:
+        info = parse_shader(_source(ns))
+        _require_use(info, "not measured yet")
+        if not info.workgroup:
+            raise CheckFailed("your shader keeps nothing in workgroup memory: a tiled kernel "
+                              "stages its K and V tiles there (var<workgroup>), for every "
+                              "invocation of the workgroup to share", expected="K/V tiles in "
+                              "var<workgroup> arrays", got="no var<workgroup> array")
         worst = None
         for case in cases:
             _, lay = _plan_for(ns, case)
@@ -192,6 +209,7 @@ def _budget(cases):
 
 def _mirror(cases):
     def run(ns) -> str:
+        _require_use(parse_shader(_source(ns)), "not checked yet")
         worst = 0.0
         for case in cases:
             _, lay = _plan_for(ns, case)

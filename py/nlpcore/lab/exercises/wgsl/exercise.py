@@ -44,7 +44,7 @@ import math
 from nlpcore import shaders
 from nlpcore.kernels import flash_wgsl_mirror as mirror
 from nlpcore.kernels import tiling
-from nlpcore.lab.framework import Exercise, Folder, Step
+from nlpcore.lab.model import Exercise, Folder, Step
 
 from .cases import HARDEN_CASES, HOST_BC, HOST_BR, SCRATCH_CASES, _host
 from .checks import gpu_check, python_checks
@@ -142,5 +142,5 @@ def build() -> Exercise:
             "arXiv:1805.02867",
             "WebGPU spec, limits: maxComputeWorkgroupStorageSize (16384 bytes by default)",
         ),
-        extra={"js_modules": ["js/wgsl-exercise.js"], "language": "wgsl"},
+        extra={"js_modules": ["js/exercises/wgsl.js"], "language": "wgsl"},
     )

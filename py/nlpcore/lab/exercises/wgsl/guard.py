@@ -459,7 +459,7 @@ def trips(guarded: Guarded, raw) -> Tuple[int, ...]:
 
 
 def runaway(loops: Sequence[Loop], counts: Sequence[int]) -> Loop:
-    """Of the loops that tripped, the first not inside another that tripped (js/wgsl-exercise.js
+    """Of the loops that tripped, the first not inside another that tripped (js/exercises/wgsl.js
     marks the same one in the editor)."""
     tripped = [loop for loop, n in zip(loops, counts) if n]
     ids = {loop.index for loop in tripped}

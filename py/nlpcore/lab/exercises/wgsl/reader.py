@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Optional, Tuple
+from typing import List, Dict, FrozenSet, Optional, Tuple
 
 
 _COMMENT_MARK = re.compile(r"//|/\*|\*/")
@@ -84,6 +84,18 @@ class ShaderInfo:
 _parsed: Dict[str, ShaderInfo] = {}
 
 
+def _depths(text: str) -> List[int]:
+    """Brace depth at every position of ``text`` (comments already blanked): 0 at module scope."""
+    out, depth = [], 0
+    for ch in text:
+        if ch == "}":
+            depth = max(depth - 1, 0)
+        out.append(depth)
+        if ch == "{":
+            depth += 1
+    return out
+
+
 def parse_shader(source: str) -> ShaderInfo:
     """Read a shader's interface (cached: every check of one grading reads the same source)."""
     if not isinstance(source, str):
@@ -99,11 +111,14 @@ def _parse(source: str) -> ShaderInfo:
     if not isinstance(source, str):
         raise TypeError("source must be a str of WGSL, got %s" % type(source).__name__)
     text = blank_comments(source)
+    depth = _depths(text)
     overrides = {}
     for m in re.finditer(r"\boverride\s+(\w+)\s*(?::\s*\w+)?\s*(?:=\s*([^;]+))?;", text):
         overrides[m.group(1)] = m.group(2).strip() if m.group(2) else None
+    # module-scope consts only: a `const` inside a function body is that function's own
     consts = {m.group(1): m.group(2).strip() for m in
-              re.finditer(r"\bconst\s+(\w+)\s*(?::\s*\w+)?\s*=\s*([^;]+);", text)}
+              re.finditer(r"\bconst\s+(\w+)\s*(?::\s*\w+)?\s*=\s*([^;]+);", text)
+              if depth[m.start()] == 0}
     bindings = {}
     for m in re.finditer(r"((?:@\s*\w+\s*\([^)]*\)\s*)+)var\s*(?:<([^>]*)>)?\s*(\w+)\s*:", text):
         attrs = dict(re.findall(r"@\s*(\w+)\s*\(\s*([^)]*?)\s*\)", m.group(1)))

@@ -12,7 +12,7 @@
  *     against the lab's reference shader (wgsl/flash_fwd.wgsl) on the same inputs and adapter.
  *
  * A shader that does not compile fails the whole run (the runner's error has failsAll, so
- * exercise.js turns every check, the Python ones included, into that compiler message).
+ * js/check-runner.js turns every check, the Python ones included, into that compiler message).
  *
  * A shader that never finishes stops by itself: the job's `code` is the learner's shader with
  * every loop guarded (nlpcore.lab.exercises.wgsl.guard: a per-loop budget from the case's sizes,
@@ -30,9 +30,9 @@
  * wgsl-panel], gpu-status (data-state checking|ready|unavailable), tile-bytes (data-bytes),
  * compile-messages (data-state none|ok|error), timing (data-state idle|ready).
  */
-import {registerCheckRunner} from "./exercise.js";
-import {openGpu, runSpec} from "./gpu.js";
-import {el} from "./dom.js";
+import {registerCheckRunner} from "../check-runner.js";
+import {openGpu, runSpec} from "../gpu.js";
+import {el} from "../dom.js";
 
 const TIMING_REPEATS = 3;
 const GPU_TIME_LIMIT_MS = 30000;  // a backstop: the loop guard stops an endless shader first
@@ -87,7 +87,7 @@ async function defineMode() {
   const CM = window.CodeMirror;
   if (!CM) return "CodeMirror did not load";
   if (!CM.defineSimpleMode) {
-    await loadScript(new URL("../vendor/codemirror/addon/mode/simple.js", import.meta.url).href);
+    await loadScript(new URL("../../vendor/codemirror/addon/mode/simple.js", import.meta.url).href);
   }
   CM.defineSimpleMode("wgsl", WGSL_MODE);
   return null;
@@ -489,9 +489,9 @@ document.addEventListener("exercise:graded", (event) => {
 });
 
 function addStyles() {
-  if (document.querySelector('link[href$="css/wgsl-exercise.css"]')) return;
+  if (document.querySelector('link[href$="css/exercises/wgsl.css"]')) return;
   document.head.append(el("link", {rel: "stylesheet",
-                                   href: new URL("../css/wgsl-exercise.css", import.meta.url).href}));
+                                   href: new URL("../../css/exercises/wgsl.css", import.meta.url).href}));
 }
 
 addStyles();

@@ -18,7 +18,11 @@ from nlpcore.kernels import tiling
 from nlpcore import shaders
 from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, expressions, hardening, patches, planted_bugs, reader, sizing
-from nlpcore.lab.framework import grade, verify_js
+from nlpcore.lab.session import grade, verify_js
+
+from .helpers import marker
+
+pytestmark = marker('wgsl')
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
@@ -186,7 +190,7 @@ def test_key_tiles_must_be_a_multiple_of_four():
 def test_export_has_wgsl_steps():
     data = EX.to_data()
     assert data["tier"] == "systems · wgsl" and data["ladder"] == ["Scratch", "Harden"]
-    assert data["minutes"] == 120 and data["extra"]["js_modules"] == ["js/wgsl-exercise.js"]
+    assert data["minutes"] == 120 and data["extra"]["js_modules"] == ["js/exercises/wgsl.js"]
     for step in data["steps"]:
         assert step["language"] == "wgsl" and "@compute" in step["starter"]
         assert "@compute" in step["solution"] and step["hints"]
@@ -239,9 +243,12 @@ def test_harden_solution_passes(wgpu_device):
 
 
 def test_scratch_starter_fails_helpfully(wgpu_device):
+    """The untouched starter passes nothing (before: interface, budget and mirror passed, the
+    budget as "largest use 0 of 16384 bytes"); its jobs still go to the GPU, which compiles
+    the shader first, and every check then says which bindings are unused."""
     results = run_step("scratch", text("scratch_starter.wgsl"))
-    assert failing(results) == SCRATCH_GPU
-    for cid in SCRATCH_GPU:
+    assert failing(results) == SCRATCH_GPU | PYTHON_CHECKS
+    for cid in SCRATCH_GPU | PYTHON_CHECKS:
         assert "never uses k, v, o, lse" in results[cid]["message"]
     # Once it writes o, an o still all zeros says so.
     source = text("scratch_starter.wgsl").replace(
@@ -332,3 +339,38 @@ def test_scratch_shows_the_shaders_own_chunk_helpers():
         assert block in text(name) and patches.INCLUDE not in text(name)
     with pytest.raises(ValueError, match="chunk-helpers block"):
         patches.include_helpers("no include line here")
+
+
+# ---- the order of the checks, and constants by scope (no GPU needed) -------------------------
+
+def test_an_untouched_starter_passes_no_python_check_and_still_goes_to_the_compiler():
+    out = grade(EX, "scratch", text("scratch_starter.wgsl"))
+    status = {c["id"]: c["status"] for c in out["checks"]}
+    assert {status[c] for c in PYTHON_CHECKS} == {"fail"}
+    assert {status[c] for c in SCRATCH_GPU} == {"pending"}   # the page compiles it first
+    broken = text("scratch_starter.wgsl").replace("fn main(", "fn main((", 1)
+    out = grade(EX, "scratch", broken)
+    assert all(c["status"] == "pending" for c in out["checks"] if c["id"] in SCRATCH_GPU)
+    assert any(c["job"]["meta"]["guard"]["source"] == broken for c in out["checks"]
+               if c["status"] == "pending")
+
+
+def test_a_shader_without_workgroup_arrays_is_not_tiled():
+    solution = text("scratch_solution.wgsl")
+    untiled = solution.replace("var<workgroup> k_tile:", "var<private> k_tile:").replace(
+        "var<workgroup> v_tile:", "var<private> v_tile:")
+    assert untiled != solution
+    budget = next(c for c in grade(EX, "scratch", untiled)["checks"] if c["id"] == "budget")
+    assert budget["status"] == "fail" and "workgroup memory" in budget["message"]
+
+
+def test_a_function_scope_const_is_not_a_module_constant():
+    """Before: the reader merged every `const` into one table, so a function's `const CHUNK4 = 1u`
+    replaced the module's 16u and the tiles were measured 16 times too small."""
+    solution = text("scratch_solution.wgsl")
+    shadowed = solution.replace("fn main(", "fn shadow() -> u32 {\n  const CHUNK4: u32 = 1u;\n"
+                                "  return CHUNK4;\n}\n\n@compute @workgroup_size(1) fn unused_main(", 1)
+    info = reader.parse_shader(shadowed)
+    assert info.consts["CHUNK4"] == "16u"
+    host = cases._host(cases.SCRATCH_CASES[0])
+    assert sizing.layout(info, host).bytes_used == sizing.layout(reader.parse_shader(solution), host).bytes_used

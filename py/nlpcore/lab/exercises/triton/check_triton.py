@@ -1,8 +1,8 @@
 """Grade a Triton FlashAttention against a float64 oracle, one printed verdict per check.
 
-    python -m nlpcore.kernels.check_triton                       # grades nlpcore.kernels.flash_triton
-    python -m nlpcore.kernels.check_triton my_flash.py           # grades your module
-    python -m nlpcore.kernels.check_triton my_flash.py --device cpu --json
+    python -m nlpcore.lab.exercises.triton.check_triton                       # grades nlpcore.kernels.flash_triton
+    python -m nlpcore.lab.exercises.triton.check_triton my_flash.py           # grades your module
+    python -m nlpcore.lab.exercises.triton.check_triton my_flash.py --device cpu --json
 
 The module under test must define ``forward(q, k, v, causal=False, scale=None) -> (o, lse)``
 and ``backward(q, k, v, o, lse, do, causal=False, scale=None) -> (dq, dk, dv)`` on tensors
@@ -13,7 +13,8 @@ Without a CUDA GPU (or with ``--device cpu``) the kernels run under Triton's CPU
 What the grader holds a module to, besides the numbers: it must define at least one Triton
 kernel (``@triton.jit``), each call of ``forward``/``backward``/``attention`` must launch one
 (launches are counted on Triton's own launch path, compiled and interpreted), it may not call
-this grader's ``reference`` or ``plain`` (they refuse while the module runs), and its outputs
+this grader's ``reference`` or ``plain`` (refused while the module runs, by
+:mod:`nlpcore.lab.refusal`), and its outputs
 must have the right dtypes: o, dq, dk, dv in the inputs' dtype, lse in float32.
 
 What "correct" means (the bar of the flash-attention test suite):
@@ -40,10 +41,11 @@ from typing import NamedTuple, Optional
 try:
     import torch
 except ImportError as exc:  # pragma: no cover - only where torch is absent
-    raise ImportError("nlpcore.kernels.check_triton needs PyTorch and Triton: "
+    raise ImportError("nlpcore.lab.exercises.triton.check_triton needs PyTorch and Triton: "
                       "pip install -e '.[triton]'") from exc
 
 from nlpcore import tolerances  # noqa: E402  (after the torch check, which says what is missing)
+from nlpcore.lab import refusal  # noqa: E402
 
 # float32 is compared with float64 directly (tolerances.TRITON_FLOAT32: o, lse, grad); low
 # precision by the low-precision bar (tolerances.LOW_PRECISION_FACTOR times the plain error).
@@ -93,16 +95,14 @@ def plain(q, k, v, do=None, causal=False, scale=None, keep=None, dropout_p=0.0):
 class _Watch:
     """While a module under test runs: counts Triton kernel launches (``run`` of JITFunction and
     of the interpreter's InterpretedFunction, through which every ``kernel[grid](...)`` goes,
-    autotuned or not) and refuses calls to :func:`reference` and :func:`plain`."""
+    autotuned or not)."""
 
     def __init__(self):
         self.launches = 0
-        self.refused = []
-        self.active = False
         self._patched = []
 
     def __enter__(self):
-        self.launches, self.refused, self.active = 0, [], True
+        self.launches = 0
         for cls in _launch_classes():
             original = cls.__dict__["run"]
             self._patched.append((cls, original))
@@ -110,7 +110,6 @@ class _Watch:
         return self
 
     def __exit__(self, *exc):
-        self.active = False
         while self._patched:
             cls, original = self._patched.pop()
             cls.run = original
@@ -160,33 +159,33 @@ def _kernels_in(module):
     return found
 
 
-def _refuse_while_watched(fn):
-    def guarded(*args, **kwargs):
-        if _WATCH.active:
-            _WATCH.refused.append(fn.__name__)
-            raise RuntimeError(f"check_triton.{fn.__name__} is the grader's oracle: a module under "
-                               "test must compute attention with its own Triton kernel")
-        return fn(*args, **kwargs)
-    guarded.__name__, guarded.__doc__ = fn.__name__, fn.__doc__
-    return guarded
-
-
 def _call(what, fn, *args, **kwargs):
-    """Run one call of the module under test; (output, None) or (None, Result explaining why not)."""
-    with _WATCH as watch:
+    """Run one call of the module under test; (output, None) or (None, Result explaining why not).
+    While it runs, this grader's functions (``reference``, ``plain``) are refused to it
+    (:mod:`nlpcore.lab.refusal`, the mechanism the page's graders use)."""
+    learner = os.path.abspath(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
+    with _WATCH as watch, refusal.refused([__name__], learner_files=(learner,),
+                                          grader_files=(os.path.abspath(__file__),)) as refused:
         try:
-            out = fn(*args, **kwargs)
+            with refused.learner_running():
+                out = fn(*args, **kwargs)
         except Exception as exc:  # the learner's code: report, never crash the grader
-            if watch.refused:
-                return None, Result(what, "fail", str(exc))
+            if refused.refused:
+                return None, Result(what, "fail", _oracle(refused.refused))
             return None, Result(what, "error", f"{type(exc).__name__}: {exc}")
-    if watch.refused:
-        return None, Result(what, "fail", f"called check_triton.{watch.refused[0]}: the grader's "
-                            "oracle, not a Triton kernel")
+    if refused.refused:
+        return None, Result(what, "fail", _oracle(refused.refused))
     if watch.launches == 0:
         return None, Result(what, "fail", "no Triton kernel was launched: the outputs must come "
                             "from your @triton.jit kernel (kernel[grid](...))")
     return out, None
+
+
+def _oracle(names):
+    name = names[0].rsplit(".", 2)
+    short = ".".join(name[-2:])
+    return (f"called {short}: {short} is the grader's oracle, not a Triton kernel; a module "
+            "under test must compute attention with its own Triton kernel")
 
 
 def _dtype_result(name, got, want):
@@ -206,17 +205,17 @@ class Verdict(NamedTuple):
 
 
 def compare(got, ref, bound):
-    """max |got - ref| against bound; NaN or a wrong shape never passes."""
-    if tuple(got.shape) != tuple(ref.shape):
+    """max |got - ref| against bound (:func:`nlpcore.tolerances.compare`); NaN, a mismatched
+    infinity or a wrong shape never passes."""
+    g = got.detach().to(torch.float64).cpu().numpy()
+    r = ref.detach().to(torch.float64).cpu().numpy()
+    v = tolerances.compare(g, r, bound)
+    if not v.where and g.shape != r.shape:
         return Verdict(False, math.inf, bound, f"shape {tuple(got.shape)}, expected {tuple(ref.shape)}")
-    got = got.detach()
-    diff = (got.to(torch.float64) - ref).abs()
-    diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
-    flat = int(torch.argmax(diff))
-    idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape))
-    err = float(diff.reshape(-1)[flat])
-    where = f"at {idx}: got {float(got.reshape(-1)[flat]):.6g}, expected {float(ref.reshape(-1)[flat]):.6g}"
-    return Verdict(err <= bound, err, bound, where)
+    err = v.max_err if v.ok or math.isfinite(v.max_err) else math.inf
+    where = (f"at {v.where}: got {float(g[v.where]):.6g}, expected {float(r[v.where]):.6g}"
+             if g.size else "no entries")
+    return Verdict(v.ok, err, bound, where)
 
 
 def fp32_bound(ref, kind):
@@ -232,10 +231,6 @@ def flash_bound(plain_out, ref):
     plain_err = float((plain_out.to(torch.float64) - ref).abs().max())
     floor = torch.finfo(plain_out.dtype).eps / 64
     return tolerances.low_precision_bound(plain_err, 2 * rounding + floor)
-
-
-reference = _refuse_while_watched(reference)
-plain = _refuse_while_watched(plain)
 
 
 class Case(NamedTuple):
@@ -379,7 +374,7 @@ def load_module(path):
 
 
 def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nlpcore.kernels.check_triton",
+    parser = argparse.ArgumentParser(prog="python -m nlpcore.lab.exercises.triton.check_triton",
                                      description="Grade a Triton FlashAttention module.")
     parser.add_argument("path", nargs="?", help="your module (default: nlpcore.kernels.flash_triton)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",

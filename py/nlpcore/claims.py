@@ -1,0 +1,363 @@
+"""Every claim the pages attribute to a source or to our own measurements, as data.
+
+A :class:`Claim` holds the sentence a page shows (``text``: HTML, which may quote numbers as
+``{{name}}`` values the build stamps), where it comes from (``source``: an arXiv id, a vendor
+document, or ``"ours"``), where in that source (``locator``: section, figure, table, equation,
+page; or the record and key of our measurement), the source's own words where it states the
+claim (``quote``, short), and a ``status``:
+
+- ``"proved"``: the source proves it (a theorem, a proposition, a derivation it gives);
+- ``"demonstrated"``: the source shows it by measurement, on its hardware;
+- ``"measured here"``: we measured it; ``record`` names the file under the repository and
+  ``key`` the value in it (syntax of :func:`resolve`);
+- ``"modelled here"``: our model computes it; ``function`` names it (``module:attribute``);
+- ``"ours"``: a statement of this lab's own, in no source; its argument is on the page.
+
+build.py stamps each claim into the pages as ``{{claim.<id>}}`` (the sentence and its citation,
+in a ``<span data-claim>``) and the ledger on the module page as ``{{claims.ledger}}`` (every
+claim with ``ledger=True``). Nothing here imports NumPy or reads files, so it loads on
+Python 3.8 in Pyodide as on CPython.
+"""
+from __future__ import annotations
+
+import html
+import re
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+STATUSES = ("proved", "demonstrated", "measured here", "modelled here", "ours")
+
+SOURCES = {  # source -> (how a page cites it, the anchor of its entry in the module page's Sources)
+    "arXiv:2205.14135": ("Dao et al. 2022", "src-dao2022"),
+    "arXiv:2307.08691": ("Dao 2023", "src-dao2023"),
+    "arXiv:1805.02867": ("Milakov & Gimelshein 2018", "src-milakov2018"),
+    "arXiv:2112.05682": ("Rabe & Staats 2021", "src-rabe2021"),
+    "arXiv:2310.01889": ("Liu, Zaharia & Abbeel 2023", "src-ring"),
+    "NVIDIA datasheets": ("NVIDIA datasheets", "src-nvidia"),
+    "ours": ("this lab", None),
+}
+
+
+class Claim(NamedTuple):
+    """One claim; see the module docstring for the fields."""
+    id: str
+    text: str
+    source: str
+    locator: str
+    status: str
+    quote: Optional[str] = None
+    record: Optional[str] = None      # "measured here" (and optionally "modelled here"): repository path
+    key: Optional[str] = None         # the values in ``record``: keys of :func:`resolve`, "; " between
+    function: Optional[str] = None    # "modelled here": "nlpcore.module:attribute"
+    probe: Optional[str] = None       # HTML: where to probe it in this lab (the ledger's third column)
+    ledger: bool = False              # listed in the module page's claims ledger
+
+
+def _fig2_keys(field: str) -> str:
+    """The baseline's and our Triton kernel's ``field`` at the Figure 2 setting of io_h200.json."""
+    return "; ".join("rows[setting=figure2,impl=%s].%s" % (impl, field) for impl in ("baseline", "triton"))
+
+
+CLAIMS: Tuple[Claim, ...] = (
+    # ---- FlashAttention (Dao et al. 2022): what it proves -----------------------------------
+    Claim("fa-exact",
+          'FlashAttention returns exactly <span class="tex">\\operatorname{softmax}(QK^\\top)V</span>, '
+          "with <span class=\"tex\">O(N^2d)</span> FLOPs",
+          "arXiv:2205.14135", "Sec. 3.1, Theorem 1; proof in Appendix C", "proved",
+          quote="Algorithm 1 returns O = softmax(QK^T)V with O(N^2 d) FLOPs",
+          probe="Episode 1's cell; the <a href=\"lab.html\">guided lab</a> compares NumPy, the shader's CPU "
+                "mirror and your GPU within a stated tolerance (exact up to rounding: the rescaling changes "
+                "how each term is rounded).",
+          ledger=True),
+    Claim("fa-memory",
+          'It needs only <span class="tex">O(N)</span> memory beyond inputs and output',
+          "arXiv:2205.14135", "Sec. 3.1, Theorem 1", "proved",
+          quote="requires O(N) additional memory beyond inputs and output",
+          probe='<a href="visualizer.html">Visualizer</a>: SRAM holds one block per tensor at a time, and the '
+                'only extra arrays in HBM are the row statistics, of length <span class="tex">N</span>: '
+                '<span class="tex">\\ell</span> and <span class="tex">m</span> in the paper (Algorithm 2), '
+                "lse in FlashAttention-2 and our kernels.",
+          ledger=True),
+    Claim("fa-io",
+          'FlashAttention makes <span class="tex">\\Theta(N^2d^2M^{-1})</span> HBM accesses, against '
+          '<span class="tex">\\Theta(Nd+N^2)</span> for standard attention, for '
+          '<span class="tex">d \\le M \\le Nd</span>',
+          "arXiv:2205.14135", "Sec. 3.2, Theorem 2; proof in Appendix C", "proved",
+          quote="Standard attention (Algorithm 0) requires Θ(Nd + N²) HBM accesses, while FlashAttention "
+                "(Algorithm 1) requires Θ(N²d²M⁻¹) HBM accesses.",
+          probe='<a href="visualizer.html">Visualizer</a>: the counted reads and writes end equal to '
+                "<code>io_model</code>'s closed form; Episode 3's cell; the "
+                '<a href="performance.html#io">IO-claim probe</a>. On a real GPU '
+                '(<a href="performance.html#iohw">H200 hardware counters</a>) the fused kernel\'s bytes follow '
+                'the model only when <span class="tex">M</span> is taken as the L2 cache: the re-reads the '
+                "theorem counts mostly hit the L2, not HBM.",
+          ledger=True),
+    Claim("fa-lower-bound",
+          'No exact attention algorithm can make <span class="tex">o(N^2d^2M^{-1})</span> HBM accesses '
+          'for all <span class="tex">M\\in[d, Nd]</span>',
+          "arXiv:2205.14135", "Sec. 3.2, Proposition 3; proof in Appendix C", "proved",
+          quote="There does not exist an algorithm to compute exact attention with o(N²d²M⁻¹) HBM accesses "
+                "for all M in the range [d, Nd].",
+          probe="Not measured here (a lower bound cannot be measured); read the proof in the paper's Appendix C.",
+          ledger=True),
+    Claim("fa-typical-m",
+          'For typical <span class="tex">d</span> (64–128) and <span class="tex">M</span> “around 100KB”, '
+          '<span class="tex">d^2</span> is many times smaller than <span class="tex">M</span>, so FlashAttention '
+          "makes many times fewer HBM accesses",
+          "arXiv:2205.14135", "Sec. 3.2, after Theorem 2", "proved",
+          quote="For typical values of d (64-128) and M (around 100KB), d² is many times smaller than M"),
+    # ---- FlashAttention (Dao et al. 2022): what it measures ----------------------------------
+    Claim("fa-a100-memory",
+          "An A100 has 40–80&nbsp;GB of HBM at 1.5–2.0&nbsp;TB/s and 192&nbsp;KB of on-chip SRAM in each of "
+          "its 108 streaming multiprocessors, at roughly 19&nbsp;TB/s",
+          "arXiv:2205.14135", "Sec. 2.1 and Fig. 1 left, which cite NVIDIA's documents and "
+          "microbenchmarks by Jia et al.", "demonstrated",
+          quote="the A100 GPU has 40-80GB of high bandwidth memory (HBM) with bandwidth 1.5-2.0TB/s and 192KB "
+                "of on-chip SRAM per each of 108 streaming multiprocessors with bandwidth estimated around 19TB/s"),
+    Claim("fa-figure2",
+          "Recomputing <span class=\"tex\">P</span> in the backward pass costs FLOPs but saves HBM traffic, and "
+          "forward + backward run faster: GPT-2 medium attention on an A100, {{measured.paper_standard_gb}} vs "
+          "{{measured.paper_flash_gb}}&nbsp;GB of HBM reads and writes, {{page.fig2_standard_ms}} vs "
+          "{{page.fig2_flash_ms}}&nbsp;ms ({{measured.paper_speedup}}×)",
+          "arXiv:2205.14135", "Sec. 3.2, Fig. 2 left and its table", "demonstrated",
+          quote="HBM access is the primary factor affecting runtime.",
+          probe="Modelled: <code>io_model.figure2()</code>, under stated assumptions (below). Measured on an "
+                "{{measured.h200_gpu}} with hardware counters, same setting: {{measured.h200_baseline_gb}}&nbsp;GB "
+                "against {{measured.h200_triton_gb}}&nbsp;GB ({{measured.h200_traffic_ratio}}× less) — "
+                '<a href="performance.html#iohw">performance page, section 6</a>. Episode 2\'s cell prints both; '
+                'the <a href="exercise.html?id=online-softmax">online-softmax exercise</a>\'s “Probe a claim” step '
+                'tests the claim against that record; the <a href="exercise.html?id=backward">backward exercise</a>.',
+          ledger=True),
+    Claim("fa-figure1",
+          "Attention runs up to 7.6× faster than PyTorch's implementation on GPT-2 (A100; the paper gives no "
+          "sequence length or batch for this figure), and end-to-end training speeds up (15% on BERT-large "
+          "against the MLPerf 1.1 record, 3× on GPT-2 at sequence length 1K)",
+          "arXiv:2205.14135", "Fig. 1 right; abstract and Sec. 4.1", "demonstrated",
+          quote="resulting in an 7.6× speedup on the attention computation",
+          probe="Figure 1's setting is not stated, so it is not the target here; the paper's own ratio at "
+                "Figure 2's stated setting is {{measured.paper_speedup}}×. Our measurement there on an "
+                "{{measured.h200_gpu}}: {{claim.h200-speedup}}. More fused-vs-unfused measurements on the "
+                '<a href="performance.html">performance page</a>; the <a href="lab.html">lab</a> has you time it '
+                "on your own GPU. The <a href=\"performance.html#triton\">Triton port against PyTorch SDPA</a> "
+                "compares fused kernels only: kernel quality, not the IO claim. Raw results: "
+                '<span id="bench-links" data-testid="bench-links">listed when the page has loaded</span>. '
+                "End-to-end training is not reproduced here.",
+          ledger=True),
+    # ---- our model and our measurements of Figure 2 ------------------------------------------
+    Claim("model-figure2",
+          "A model under stated assumptions, not the paper's count: with the causal mask added as a bias and "
+          "dropout with a 1-byte keep-mask (the paper names neither; HuggingFace's GPT-2 also scales the scores, "
+          "one more N×N pass, and masks with <code>torch.where</code>), and "
+          '<span class="tex">M</span> = 192&nbsp;KB, our count gives {{measured.model_baseline_gb}}&nbsp;GB for '
+          "the baseline and {{measured.model_baseline_flash_gb}}&nbsp;GB for FlashAttention visiting every tile "
+          "({{page.fig2_flash_skip_gb}}&nbsp;GB for a kernel that skips the tiles above the diagonal). That "
+          "it lands within 10% of the paper's numbers is a fit of our assumptions, not evidence about what the "
+          "paper ran",
+          "ours", "io_model.figure2(); bench/results/io_claim.json figure2", "modelled here",
+          function="nlpcore.kernels.io_model:figure2",
+          record="bench/results/io_claim.json", key="figure2.baseline_standard_gb"),
+    Claim("h200-traffic",
+          "the GPU's own counters read {{measured.h200_baseline_gb}}&nbsp;GB for the baseline in plain PyTorch "
+          "ops and {{measured.h200_triton_gb}}&nbsp;GB for this lab's fused Triton kernel",
+          "ours", "bench/results/io_h200.json: " + _fig2_keys("hbm_bytes"), "measured here",
+          record="bench/results/io_h200.json", key=_fig2_keys("hbm_bytes")),
+    Claim("h200-speedup",
+          "one forward + backward step with the causal mask and dropout takes {{measured.h200_baseline_ms}}&nbsp;ms "
+          "in plain PyTorch ops and {{measured.h200_triton_ms}}&nbsp;ms in this lab's fused Triton kernel, "
+          "{{measured.h200_speedup}}× faster — above the paper's {{measured.paper_speedup}}× at the same setting "
+          "on an A100",
+          "ours", "bench/results/io_h200.json: " + _fig2_keys("runtime_ms"), "measured here",
+          record="bench/results/io_h200.json", key=_fig2_keys("runtime_ms")),
+    # ---- the online softmax -------------------------------------------------------------------
+    Claim("milakov-one-pass",
+          'The normaliser <span class="tex">(m,\\ell)</span> of a safe softmax can be computed in one streaming '
+          "pass instead of two, so softmax reads its input twice instead of three times (4 memory accesses per "
+          "element become 3)",
+          "arXiv:1805.02867", "Sec. 3, Algorithm 3 and Theorem 1", "proved",
+          quote="It reduces memory accesses from 4 down to 3 per vector element",
+          probe="Episode 4's derivation and cell; the <a href=\"exercise.html?id=online-softmax\">online-softmax "
+                "exercise</a> checks the monoid laws.",
+          ledger=True),
+    Claim("fused-softmax-v",
+          "Fused with <span class=\"tex\">V</span>, softmax·V needs no second pass: an accumulator is rescaled like "
+          '<span class="tex">\\ell</span> as the running max grows',
+          "arXiv:2205.14135", "Sec. 3.1, Algorithm 1 and Theorem 1", "proved",
+          quote="Algorithm 1 returns O = softmax(QK^T)V",
+          probe="Episode 4's derivation; the "
+                '<a href="exercise.html?id=online-softmax">online-softmax exercise</a>.',
+          ledger=True),
+    Claim("monoid-any-order",
+          "Attention split across thread blocks or devices and merged from partial (o, lse) equals attention "
+          "over all keys, in any merge order or tree — in exact arithmetic; in floating point the order changes "
+          "the rounding. Milakov &amp; Gimelshein state that their ⊕ is associative and commutative and omit the "
+          "proof; Episode 4 gives one",
+          "ours", "Episode 4 and “Beyond one kernel” on this page; Milakov & Gimelshein 2018, Sec. 3.1, Eq. 4",
+          "ours",
+          quote="The operation ⊕ is associative, which enables parallel evaluation of (3). It is also commutative "
+                "[...] We omit the proofs for these two statements for brevity.",
+          probe='<a href="#distributed">Beyond one kernel</a>; the <a href="exercise.html?id=ring">ring exercise</a> '
+                "checks the laws and composes a ring from them; <code>tests/test_split_k.py</code> merges in random "
+                "orders and trees within a rounding tolerance.",
+          ledger=True),
+    # ---- FlashAttention-2 (Dao 2023) -------------------------------------------------------------
+    Claim("fa2-speedup",
+          "FlashAttention-2 is around 2× faster than FlashAttention on the same GPU (A100 80GB SXM4), "
+          "reaching up to 73% of its theoretical peak in the forward pass",
+          "arXiv:2307.08691", "Sec. 1 and Sec. 4.1, Fig. 4–6", "demonstrated",
+          quote="FlashAttention-2 is around 2× faster than FlashAttention",
+          ledger=True,
+          probe='<a href="#fa2">FlashAttention-2</a> on this page and its cell (the counts behind the '
+                "speed-up); not measured here against FlashAttention 1."),
+    Claim("fa2-nonmatmul",
+          "It leaves the output accumulator unscaled and divides by <span class=\"tex\">\\ell</span> once at the "
+          "end, instead of rescaling and dividing after every key block, and stores only "
+          '<span class="tex">\\mathrm{lse} = m + \\log \\ell</span> for the backward pass — fewer non-matmul '
+          "FLOPs, which matter because on an A100 each one costs about 16 matmul FLOPs",
+          "arXiv:2307.08691", "Sec. 3.1 and 3.1.1, tweaks 1 and 2; Algorithm 1, lines 10–13", "demonstrated",
+          quote="each non-matmul FLOP is 16× more expensive than a matmul FLOP"),
+    Claim("fa2-parallel",
+          "It also parallelises over the sequence length — one thread block per block of query rows, not only "
+          "per batch and head — which fills the GPU when batch × heads is small (the loop swap and this "
+          "parallelism were first in Phil Tillet's Triton implementation)",
+          "arXiv:2307.08691", "Sec. 3.2", "demonstrated",
+          quote="we now additionally parallelize over the sequence length dimension. This results in "
+                "significant speedup for this regime."),
+    Claim("fa2-warps",
+          "Inside a thread block it splits Q across the warps and shares K and V, where FlashAttention split K "
+          "and V (“split-K”) and had every warp write partial results to shared memory, synchronise and add them",
+          "arXiv:2307.08691", "Sec. 3.3, Fig. 3", "demonstrated",
+          quote="In FlashAttention-2, we instead split Q across 4 warps while keeping K and V accessible by all "
+                "warps."),
+    Claim("fa2-unscaled-credit",
+          "The unnormalised accumulator of <a href=\"#ep4\">Episode 4</a>, of the online-softmax exercise's "
+          "Compose step and of the Triton kernel — rescale "
+          '<span class="tex">O</span>, add <span class="tex">\\tilde P V</span>, divide once at the end — is '
+          "FlashAttention-2's; the 2022 paper's Algorithm 1 keeps <span class=\"tex\">O_i</span> normalised "
+          "after every block",
+          "arXiv:2307.08691", "Sec. 3.1.1, tweak 1", "proved",
+          quote="We can instead maintain an “un-scaled” version of O(2) and keep around the statistics ℓ(2)"),
+    Claim("q-outer-traffic",
+          "With Algorithm 1's blocks (<span class=\"tex\">B_r = \\min(B_c, d)</span>, so "
+          '<span class="tex">B_r &lt; B_c</span>), the query-outer order moves more HBM bytes than the '
+          "key/value-outer one: at the paper's <span class=\"tex\">M</span> and <span class=\"tex\">d</span> = "
+          "{{page.qouter_d}}, forward + backward, {{page.qouter_1024_q_mb}} against {{page.qouter_1024_kv_mb}}&nbsp;MB "
+          "per head at <span class=\"tex\">N</span> = 1024 and {{page.qouter_16384_q_gb}} against "
+          "{{page.qouter_16384_kv_gb}}&nbsp;GB at 16384; it moves less only with query blocks about as tall as "
+          "the key blocks",
+          "ours", "bench/results/io_claim.json by_n[n=16384].flash2_bytes", "modelled here",
+          function="nlpcore.kernels.io_model:flash_accesses",
+          record="bench/results/io_claim.json", key="by_n[n=16384].flash2_bytes"),
+    # ---- Ring Attention (Liu, Zaharia & Abbeel 2023) -----------------------------------------
+    Claim("ring-overlap",
+          "A ring step hides its transfer only when the step's compute takes at least as long as sending its K "
+          'and V blocks: <span class="tex">4dc^2/F \\ge 4cd/B</span>, so a device needs a block of '
+          '<span class="tex">c \\ge F/B</span> tokens (<span class="tex">F</span> FLOP/s, '
+          '<span class="tex">B</span> bytes/s one way)',
+          "arXiv:2310.01889", "Sec. 3, “Arithmetic Intensity Between Hosts”; Table 2", "proved",
+          quote="To achieve an overlap between communication and computation, the following condition must hold: "
+                "4dc²/F ≥ 4cd/B. This implies that the block size, denoted as c, should be greater than or equal "
+                "to F/B.",
+          ledger=True,
+          probe='<a href="#distributed">Beyond one kernel</a> and its cell; the '
+                '<a href="exercise.html?id=ring">ring exercise</a>.'),
+    Claim("ring-min-block",
+          "at the dense fp16 peak, an H200 needs at least {{hardware.h200_nvlink_min_block}} tokens per device "
+          "over NVLink ({{hardware.h200_nvlink_oneway_gb_per_s}}&nbsp;GB/s one way) and "
+          "{{hardware.h200_pcie_min_block}} over PCIe Gen5 ({{hardware.h200_pcie_oneway_gb_per_s}}&nbsp;GB/s); "
+          "an A100 {{hardware.a100_nvlink_min_block}} over NVLink, as the paper's Table 2 gives (1.0K)",
+          "ours", "hardware.ring_min_block, from the NVIDIA datasheets' Interconnect rows", "modelled here",
+          function="nlpcore.hardware:ring_min_block"),
+)
+
+BY_ID: Dict[str, Claim] = {c.id: c for c in CLAIMS}
+
+
+def cite(claim: Claim) -> str:
+    """The citation a page prints after a claim: the source and locator, or what backs ours."""
+    if claim.status == "measured here":
+        return "measured here: <code>%s</code>" % html.escape(claim.record or "")
+    if claim.status == "modelled here":
+        return "modelled here: <code>%s</code>" % html.escape((claim.function or "").replace(":", "."))
+    name, anchor = SOURCES.get(claim.source, (claim.source, None))
+    if claim.source == "ours":
+        return "this lab's argument"
+    ref = '<a href="index.html#%s">%s</a>' % (anchor, html.escape(name)) if anchor else html.escape(name)
+    return "%s, %s" % (ref, html.escape(claim.locator))
+
+
+def render(claim: Claim) -> str:
+    """The claim as a page prints it: its sentence and citation in a ``<span data-claim>``."""
+    quote = ' title="%s"' % html.escape(claim.quote, quote=True) if claim.quote else ""
+    return '<span class="claim" data-claim="%s" data-status="%s"%s>%s (%s)</span>' % (
+        claim.id, claim.status, quote, claim.text, cite(claim))
+
+
+def ledger_rows() -> str:
+    """The claims ledger's table rows (HTML): claim and citation, status badge, where to probe."""
+    rows = []
+    for claim in CLAIMS:
+        if not claim.ledger:
+            continue
+        badge = '<span class="badge %s">%s</span>' % (claim.status.split()[0], claim.status)
+        rows.append('      <tr data-claim-row="%s"><td>%s.</td>\n          <td>%s</td>\n          <td>%s</td></tr>'
+                    % (claim.id, render(claim), badge, claim.probe or ""))
+    return "\n".join(rows)
+
+
+def page_values() -> Dict[str, str]:
+    """What build.py stamps: ``claim.<id>`` for each claim and ``claims.ledger``."""
+    values = {"claim." + c.id: render(c) for c in CLAIMS}
+    values["claims.ledger"] = ledger_rows()
+    return values
+
+
+_STEP = re.compile(r"^([A-Za-z_0-9]+)(?:\[([^\]]+)\])?$")
+
+
+def resolve(data: Any, key: str) -> Any:
+    """The value at ``key`` in a record: dotted names, and ``list[a=x,b=y]`` for the one item of a
+    list whose fields match (numbers compared as numbers). Raises KeyError naming the step that
+    is missing."""
+    value = data
+    for part in key.split("."):
+        match = _STEP.match(part)
+        if not match:
+            raise KeyError("bad key step %r in %r" % (part, key))
+        name, selector = match.groups()
+        if not isinstance(value, dict) or name not in value:
+            raise KeyError("%r has no %r" % (key, name))
+        value = value[name]
+        if selector:
+            wanted = [tuple(s.split("=", 1)) for s in selector.split(",")]
+            items = [item for item in value if isinstance(item, dict) and all(
+                str(item.get(field)) == want for field, want in wanted)] if isinstance(value, list) else []
+            if len(items) != 1:
+                raise KeyError("%r: %d items match [%s]" % (key, len(items), selector))
+            value = items[0]
+    return value
+
+
+def problems(claim: Claim) -> List[str]:
+    """What is wrong with a claim's own fields (no files read): empty text or locator, unknown
+    status or source, a measured claim without record and key, a modelled one without function."""
+    out = []
+    if not claim.text.strip():
+        out.append("%s: no text" % claim.id)
+    if not claim.locator.strip():
+        out.append("%s: no locator" % claim.id)
+    if claim.status not in STATUSES:
+        out.append("%s: status %r is not one of %s" % (claim.id, claim.status, STATUSES))
+    if claim.source not in SOURCES:
+        out.append("%s: source %r is not one of %s" % (claim.id, claim.source, sorted(SOURCES)))
+    if claim.status == "measured here" and not (claim.record and claim.key):
+        out.append("%s: a measured claim names its record and key" % claim.id)
+    if claim.status == "modelled here" and not claim.function:
+        out.append("%s: a modelled claim names its function" % claim.id)
+    if claim.status in ("proved", "demonstrated") and claim.source == "ours":
+        out.append("%s: %s in which source?" % (claim.id, claim.status))
+    if claim.quote is not None and len(claim.quote) > 300:
+        out.append("%s: the quote is longer than 300 characters" % claim.id)
+    return out
+
+
+__all__ = ["BY_ID", "CLAIMS", "Claim", "SOURCES", "STATUSES", "cite", "ledger_rows", "page_values", "problems",
+           "render", "resolve"]

@@ -1,0 +1,256 @@
+"""The judging vocabulary: what checks use to turn the learner's outputs into a verdict.
+
+Collect side (runs where the learner's code runs): :func:`call_learner` (any exception becomes
+a failure naming the case), :func:`peak_memory`, :func:`plain_array` / :func:`plain_tuple`
+(the learner's results copied into plain arrays). Judge side (runs where no learner code ever
+ran): :func:`expect_array`, :func:`assert_close` (per-dtype tolerances), :func:`flash_bar`
+(flash-attention's low-precision bar), :func:`expect_number`, :func:`relative_close`,
+:func:`assert_tiled` (the working set of a tiled kernel). Each failure raises
+:class:`~nlpcore.lab.model.CheckFailed` with expected / got / tolerance / max |Δ| / where /
+shapes, which the page shows.
+"""
+from __future__ import annotations
+
+import math
+import tracemalloc
+from typing import Sequence
+
+import numpy as np
+
+from .. import tolerances
+from . import model
+from .model import CheckFailed
+from .session import call_learner, repair_builtins
+from .wire import NotAnArray
+
+__all__ = ["TOLERANCES", "CheckFailed", "NotAnArray", "call_learner", "peak_memory", "plain_array",
+           "plain_tuple", "shapes_of", "expect_array", "assert_close", "flash_bar", "expect_number",
+           "relative_close", "rng", "IO_COPIES", "TILE_BUFFERS", "tiled_budget", "assert_tiled"]
+
+# Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
+# |got - want| <= atol + rtol · |want| at each entry. float16 checks use the low-precision bar
+# instead (see ``flash_bar``).
+TOLERANCES = tolerances.GRADER
+
+
+def peak_memory(fn, *args, **kwargs):
+    """(fn(*args, **kwargs), peak bytes allocated during the call), measured with tracemalloc
+    (NumPy reports its array buffers to it, in CPython and in Pyodide). CheckFailed if the call
+    stops tracemalloc, which would hide what it allocates."""
+    outer = tracemalloc.is_tracing()
+    if outer:
+        tracemalloc.stop()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        out = fn(*args, **kwargs)
+        if not tracemalloc.is_tracing():
+            raise CheckFailed("your code stopped tracemalloc, which measures the memory it uses",
+                              expected="tracemalloc left running", got="stopped")
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+        if outer:
+            tracemalloc.start()
+    return out, peak
+
+
+
+def plain_array(got):
+    """Phase 1 (collect): the learner's array as a copy of plain ``np.ndarray`` type with a
+    number or bool dtype -- nothing the learner defined survives into the judge -- or a
+    :class:`NotAnArray` saying what it was instead."""
+    if got is None or isinstance(got, (str, bytes, dict)):
+        return NotAnArray(type(got).__name__)
+    try:
+        arr = np.array(got)
+    except BaseException as err:  # learner objects may raise anything from __array__/__len__
+        repair_builtins()
+        return NotAnArray("%s (converting it raised %s)" % (type(got).__name__,
+                                                            type(err).__name__))
+    repair_builtins()
+    if type(arr) is not np.ndarray or arr.dtype.kind not in "biuf":
+        return NotAnArray("%s of dtype %s" % (type(got).__name__, getattr(arr, "dtype", "?")))
+    return arr
+
+
+def plain_tuple(out, names: Sequence[str], what: str):
+    """Phase 1: the learner's tuple of arrays as a tuple of :func:`plain_array`; CheckFailed
+    unless it is a tuple or list of ``len(names)``."""
+    if not isinstance(out, (tuple, list)) or len(out) != len(names):
+        raise CheckFailed("%s must return (%s)" % (what, ", ".join(names)),
+                          expected="(%s)" % ", ".join(names), got=type(out).__name__)
+    return tuple(plain_array(x) for x in out)
+
+
+def shapes_of(**arrays) -> dict:
+    return {name: list(np.shape(a)) for name, a in arrays.items()}
+
+
+def expect_array(name: str, got, shape, shapes: dict):
+    """Fail unless ``got`` is array-like of ``shape``; returns it as an ndarray."""
+    if isinstance(got, NotAnArray):
+        raise CheckFailed("%s: expected an array of shape %s, got %s" % (name, list(shape), got.what),
+                          expected="array of shape %s" % list(shape), got=got.what, shapes=shapes)
+    if got is None or isinstance(got, (str, dict)):
+        raise CheckFailed("%s: expected an array of shape %s, got %s"
+                          % (name, list(shape), type(got).__name__),
+                          expected="array of shape %s" % list(shape),
+                          got=type(got).__name__, shapes=shapes)
+    arr = np.asarray(got)
+    if tuple(arr.shape) != tuple(shape):
+        raise CheckFailed("%s has the wrong shape" % name,
+                          expected="shape %s" % list(shape), got="shape %s" % list(arr.shape),
+                          shapes=shapes)
+    return arr
+
+
+def assert_close(name: str, got, want, *, shapes: dict, dtype: str = "float32",
+                 atol: float = None, rtol: float = None, context: str = "") -> float:
+    """Fail with expected/got/tolerance/max |Δ|/where/shapes unless got ≈ want.
+
+    Infinities must match exactly (a fully masked row's lse is -inf); NaN never passes.
+    Returns max |Δ| over finite entries.
+    """
+    tol = tolerances.Tol(atol=TOLERANCES[dtype].atol if atol is None else atol,
+                         rtol=TOLERANCES[dtype].rtol if rtol is None else rtol,
+                         scale=tolerances.ENTRY)
+    want = np.asarray(want, dtype=np.float64)
+    got = expect_array(name, got, want.shape, shapes)
+    if not np.issubdtype(got.dtype, np.number) and got.dtype != np.bool_:
+        raise CheckFailed("%s must hold numbers, got dtype %s" % (name, got.dtype),
+                          shapes=shapes)
+    got = got.astype(np.float64)
+    verdict = tolerances.compare(got, want, tol)
+    if verdict.ok:
+        return verdict.max_err
+    tol_text = "|Δ| <= %g + %g·|expected| (%s)" % (tol.atol, tol.rtol, dtype)
+    prefix = (context + ": ") if context else ""
+    idx = verdict.where
+    if math.isnan(verdict.max_err):
+        raise CheckFailed("%s%s contains NaN (%d entries), first at %s"
+                          % (prefix, name, verdict.bad, list(idx)),
+                          expected="%s%s = %.6g" % (name, list(idx), want[idx]), got="nan",
+                          tolerance=tol_text, max_abs_err="nan", where=list(idx), shapes=shapes)
+    if math.isinf(verdict.max_err):
+        raise CheckFailed("%s%s: infinities differ at %s" % (prefix, name, list(idx)),
+                          expected="%s%s = %s" % (name, list(idx), _num(want[idx])),
+                          got=_num(got[idx]), tolerance=tol_text, max_abs_err="inf",
+                          where=list(idx), shapes=shapes)
+    raise CheckFailed("%s%s differs from the reference in %d of %d entries"
+                      % (prefix, name, verdict.bad, verdict.size),
+                      expected="%s%s = %.7g" % (name, list(idx), want[idx]),
+                      got="%.7g" % got[idx], tolerance=tol_text, max_abs_err=verdict.max_err,
+                      where=list(idx), shapes=shapes)
+
+
+def _num(x) -> str:
+    x = float(x)
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return "%.7g" % x
+
+
+def flash_bar(name: str, got, want64, naive, *, shapes: dict,
+              factor: float = tolerances.LOW_PRECISION_FACTOR, extra: float = 1e-3,
+              context: str = ""):
+    """The flash-attention test bar for low precision: err(got) <= factor·err(naive) + extra
+    (:func:`nlpcore.tolerances.low_precision_bound`).
+
+    ``want64`` is a float64 reference; ``naive`` is the plain computation in the same low
+    precision. Both errors are max |Δ| against ``want64``.
+    """
+    want64 = np.asarray(want64, dtype=np.float64)
+    got = expect_array(name, got, want64.shape, shapes)
+    g = got.astype(np.float64)
+    prefix = (context + ": ") if context else ""
+    if np.isnan(g).any():
+        idx = tuple(int(i) for i in np.argwhere(np.isnan(g))[0])
+        raise CheckFailed("%s%s contains NaN" % (prefix, name),
+                          expected="finite values", got="nan at %s" % list(idx),
+                          max_abs_err="nan", where=list(idx), shapes=shapes)
+    base = tolerances.compare(np.where(np.isfinite(want64), naive, want64), want64, 0.0).max_err
+    bound = tolerances.low_precision_bound(base, extra, factor)
+    verdict = tolerances.compare(g, want64, bound)
+    if not verdict.ok:
+        idx = verdict.where
+        raise CheckFailed("%s%s is less accurate than the flash-attention bar allows"
+                          % (prefix, name),
+                          expected="%s%s = %.6g (float64 reference)" % (name, list(idx),
+                                                                        want64[idx]),
+                          got="%.6g" % g[idx],
+                          tolerance="max|Δ| <= %g × %.3g (naive, same precision) + %g"
+                          % (factor, base, extra),
+                          max_abs_err=verdict.max_err, where=list(idx), shapes=shapes)
+    return verdict.max_err
+
+
+def expect_number(name: str, value) -> float:
+    """The learner's number as a float; fail unless it is a finite real number."""
+    if value is None:
+        raise CheckFailed("%s is still None: replace it with your answer" % name,
+                          expected="a finite number", got="None")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise CheckFailed("%s must be a number, got %s" % (name, type(value).__name__),
+                          expected="a finite number", got=repr(value)[:80])
+    v = float(value)
+    if not math.isfinite(v):
+        raise CheckFailed("%s must be finite" % name, expected="a finite number", got=_num(v))
+    return v
+
+
+def relative_close(name: str, got: float, want: float, rtol: float, *, what: str = "") -> str:
+    """Fail unless |got - want| <= rtol·|want|; return a message stating both numbers."""
+    got = expect_number(name, got)
+    err = abs(got - want) / max(abs(want), 1e-300)
+    text = "%s = %.6g, %s %.6g (relative error %.2g%%)" % (name, got, what or "expected",
+                                                            want, 100 * err)
+    if err > rtol:
+        raise CheckFailed(text, expected="%.6g" % want, got="%.6g" % got,
+                          tolerance="relative error <= %g%%" % (100 * rtol),
+                          max_abs_err=abs(got - want))
+    return text
+
+
+def rng(case: int):
+    """The random inputs of one case of a check: seeded by the case number and the grade's seed
+    (:func:`nlpcore.lab.model.grade_seed`), so inputs differ from grade to grade and a failure's
+    message names the seed that reproduces it."""
+    return np.random.RandomState((model.grade_seed() * 1000003 + case) % (1 << 32))
+
+
+# ------------------------------------------------------------------------------------------
+# Memory a tiled kernel may use
+# ------------------------------------------------------------------------------------------
+
+IO_COPIES = 4        # a tiled kernel may hold this many copies of its inputs and outputs ...
+TILE_BUFFERS = 8     # ... plus this many (Br, Bc) float64 temporaries (scores, exp, masks)
+
+
+def tiled_budget(io_bytes: int, block_q: int, block_k: int) -> int:
+    """Bytes a tiled attention kernel may allocate at peak: copies of its inputs and outputs
+    (casting to an accumulation dtype copies them) and a few tile-sized temporaries. An array
+    of Nq×Nk scores -- or of one query tile against all Nk keys -- does not fit when the sizes
+    are chosen as the tiled checks choose them (:func:`assert_tiled`)."""
+    return IO_COPIES * io_bytes + TILE_BUFFERS * block_q * block_k * 8
+
+
+def assert_tiled(peak: int, *, n_q: int, n_k: int, io_bytes: int, block_q: int, block_k: int,
+                 context: str, shapes: dict) -> str:
+    """Fail when ``peak`` (bytes, :func:`peak_memory`) exceeds :func:`tiled_budget`."""
+    budget = tiled_budget(io_bytes, block_q, block_k)
+    full = n_q * n_k * 8
+    mib = 1.0 / (1 << 20)
+    if peak > budget:
+        raise CheckFailed(
+            "%s: your code allocated %.2f MiB at peak, more than a tiled kernel needs (%.2f MiB). "
+            "A full %d×%d score matrix is %.2f MiB and one %d-row tile against all %d keys is "
+            "%.2f MiB: compute scores one (block_q × block_k) tile at a time and carry the row "
+            "statistics (m, l) between key tiles instead"
+            % (context, peak * mib, budget * mib, n_q, n_k, full * mib, block_q, n_k,
+               block_q * n_k * 8 * mib),
+            expected="peak <= %.2f MiB (%d × inputs and outputs + %d tiles of %d×%d float64)"
+            % (budget * mib, IO_COPIES, TILE_BUFFERS, block_q, block_k),
+            got="%.2f MiB" % (peak * mib), shapes=shapes)
+    return ("%s: %.2f MiB at peak (budget %.2f MiB; the full score matrix would be %.2f MiB)"
+            % (context, peak * mib, budget * mib, full * mib))

@@ -1,0 +1,507 @@
+"""The grading session: running the learner's code, and judging what it returned.
+
+Phase 1, where the learner's code runs (:func:`collect`): the code is loaded in a fresh
+namespace with its output captured (``stdout``, ``stderr``, ``traceback``), the library's
+kernels refused where a step teaches a kernel (``Step.refuse``, :func:`refusing`), every check's
+``collect`` run, and the interpreter restored afterwards to the state taken before the first
+grade (:mod:`nlpcore.lab.sandbox`); what had to be undone is listed in ``restored``.
+Phase 2 (:func:`judge`): every ``judge`` computes the expected values with the untouched
+library and compares.
+"""
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import io
+import os
+import sys
+import time
+import traceback
+import types
+import warnings
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import model, refusal, sandbox, wire
+from .model import Check, CheckFailed, Exercise, LearnerError, RefusedCall, Step, result
+from ..plain import to_plain
+
+OUTPUT_LIMIT = 20000       # characters of the learner's stdout/stderr kept in a grade
+
+
+class _Session:
+    """What one grade records while the learner's code is live: printed text, the first
+    traceback through the learner's code, and calls to refused kernels."""
+
+    def __init__(self):
+        self.stdout = io.StringIO()
+        self.stderr = io.StringIO()
+        self.error: Optional[BaseException] = None
+        self.refusal = refusal.Refusal()    # kernels refused, and calls to them
+        self.restored: List[str] = []
+        self.audited: List[str] = []         # AUDITED_EVENTS raised while learner code ran
+
+    def record_error(self, err: BaseException):
+        if self.error is None:
+            self.error = err
+
+    def output(self) -> dict:
+        """Formatted after the interpreter is restored (formatting needs intact builtins)."""
+        return {"stdout": self.stdout.getvalue()[:OUTPUT_LIMIT],
+                "stderr": self.stderr.getvalue()[:OUTPUT_LIMIT],
+                "traceback": "" if self.error is None else _learner_traceback(self.error)}
+
+
+class _Grader:
+    """The framework's own bookkeeping, left out of the snapshot (``sandbox_skip``)."""
+    sandbox_skip = True
+
+    def __init__(self):
+        self.snapshot: Optional[sandbox.Snapshot] = None
+        self.active: List[_Session] = []    # the session of the grade under way (at most one)
+        self.auditing = False
+        self.stale = False                  # set by library_changed(): retake the snapshot
+
+
+_grader = _Grader()
+
+# Audit events (PEP 578) that reach past what the snapshot can restore: another audit hook
+# (permanent), walking every object the collector knows, raw memory. A grade in which learner
+# code raises one reports it in ``restored``, and the page then replaces its Python worker.
+AUDITED_EVENTS = frozenset(("sys.addaudithook", "gc.get_objects", "gc.get_referrers",
+                            "gc.get_referents", "ctypes.dlopen", "ctypes.addressof",
+                            "ctypes.cdata", "ctypes.string_at", "ctypes.PyObj_FromPtr"))
+
+
+def _audit(event, args):
+    if event in AUDITED_EVENTS and _grader.active:
+        _grader.active[-1].audited.append(event)
+
+
+def pristine() -> sandbox.Snapshot:
+    """The interpreter state every grade returns to. Taken before the first grade ran any
+    learner code, and taken again when modules have been imported since (an exercise built for
+    the first time, a refused module imported by :func:`isolated`): between grades the
+    interpreter is back at the snapshot, so what is new then was loaded by the grader. Also
+    taken again after :func:`library_changed`."""
+    snap = _grader.snapshot
+    if (snap is None or _grader.stale
+            or any(sandbox.guarded(name) for name in set(sys.modules) - snap.modules.keys())):
+        _grader.stale = False
+        if not _grader.auditing and hasattr(sys, "addaudithook"):
+            sys.addaudithook(_audit)
+            _grader.auditing = True
+        refusal.hook()
+        _grader.snapshot = snap = sandbox.Snapshot.take()
+    return snap
+
+
+def library_changed() -> None:
+    """The grader's own objects grew (``nlpcore.lab`` built an exercise): the next grade takes
+    a new snapshot, after the previous grade's restore, so it includes them."""
+    _grader.stale = True
+
+
+def load_learner(code: str, required: Sequence[str] = ()) -> dict:
+    """Exec ``code`` in a fresh namespace and return it; LearnerError says what went wrong."""
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of Python source, got %s" % type(code).__name__)
+    ns = {"__name__": "learner", "__builtins__": builtins}
+    try:
+        compiled = compile(code, "<your code>", "exec")
+    except SyntaxError as err:
+        raise LearnerError("your code does not compile: %s (line %s: %s)"
+                           % (err.msg, err.lineno, (err.text or "").strip()))
+    try:
+        exec(compiled, ns)
+    except BaseException as err:  # learner code may raise anything, SystemExit included
+        repair_builtins()
+        _note_error(err)
+        raise LearnerError("your code raised %s while loading: %s%s%s"
+                           % (type(err).__name__, err, _where(err), _base_note(err)))
+    repair_builtins()
+    missing = [name for name in required if name not in ns]
+    if missing:
+        raise LearnerError("your code must define %s (missing: %s)"
+                           % (", ".join(required), ", ".join(missing)))
+    return ns
+
+
+def learner_namespace(step: Step, code: str) -> dict:
+    """The namespace checks see: Python code is exec'd (:func:`load_learner`); code in another
+    language (a WGSL shader) is not run here, only handed to the checks as ``ns["source"]``."""
+    if step.language == "python":
+        return load_learner(code, step.required)
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of %s source, got %s" % (step.language, type(code).__name__))
+    return {"source": code}
+
+
+def call_learner(fn, *args, shapes: dict = None, context: str = "", **kwargs):
+    """Call the learner's function; any exception (SystemExit and other BaseExceptions too)
+    becomes a failure that names the case and the input shapes (CheckFailed from nested checks
+    passes through)."""
+    session = _grader.active[-1] if _grader.active else None
+    if session is not None:
+        session.refusal.calls_in_flight += 1
+    try:
+        out = fn(*args, **kwargs)
+    except CheckFailed:
+        repair_builtins()
+        raise
+    except BaseException as err:  # learner code may raise anything
+        repair_builtins()
+        _note_error(err)
+        raise CheckFailed("%syour code raised %s: %s%s%s"
+                          % ((context + ": ") if context else "", type(err).__name__, err,
+                             _where(err), _base_note(err)),
+                          expected="a result", got=type(err).__name__, shapes=shapes)
+    finally:
+        if session is not None:
+            session.refusal.calls_in_flight -= 1
+    repair_builtins()
+    return out
+
+
+def repair_builtins():
+    """Builtins back to normal after learner code returns (see Snapshot.repair_builtins)."""
+    if _grader.snapshot is not None:
+        _grader.snapshot.repair_builtins()
+
+
+
+def _note_error(err: BaseException):
+    if _grader.active:
+        _grader.active[-1].record_error(err)
+
+
+def _base_note(err: BaseException) -> str:
+    if isinstance(err, Exception):
+        return ""
+    return (" -- %s is not an ordinary error: a submission must return its results, not exit "
+            "or interrupt Python" % type(err).__name__)
+
+
+def _where(err: BaseException) -> str:
+    """' (line N of your code)' for the innermost frame inside the learner's code."""
+    line = None
+    for frame in traceback.extract_tb(err.__traceback__):
+        if frame.filename == "<your code>":
+            line = frame.lineno
+    return "" if line is None else " (line %d of your code)" % line
+
+
+def _learner_traceback(err: BaseException) -> str:
+    """The traceback of ``err`` through the learner's code only (grader frames left out)."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == "<your code>"]
+    lines = ["Traceback (most recent call last):\n"] if frames else []
+    lines += traceback.format_list(frames)
+    lines += traceback.format_exception_only(type(err), err)
+    return "".join(lines)
+
+
+@contextlib.contextmanager
+def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
+    """Run learner code inside: its printed output is captured, the functions of the ``refuse``
+    modules (strictly) and of the ``own`` modules (the exercise's; not strictly) refuse its
+    calls (:mod:`nlpcore.lab.refusal`), and afterwards the interpreter is restored to :func:`pristine`.
+    Yields the :class:`_Session`; ``session.restored`` lists what had been changed (and
+    AUDITED_EVENTS seen): empty for code that kept to itself."""
+    for name in tuple(refuse) + tuple(own):  # imported before the snapshot, not inside
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass                            # a module this build does not have
+    snap = pristine()
+    entry = sandbox.process_state()         # the host's streams and filters, as the grade began
+    session = _Session()
+    _grader.active.append(session)
+    try:
+        with contextlib.redirect_stdout(session.stdout), contextlib.redirect_stderr(session.stderr):
+            with _quiet():
+                refusal.install(refuse, session.refusal)
+                refusal.install(own, session.refusal, strict=False)
+                yield session
+    finally:
+        refusal.forget(session.refusal)
+        _grader.active.remove(session)
+        session.restored = [c for c in snap.restore(entry)
+                            if not _is_refusal_guard(c, tuple(refuse) + tuple(own))]
+        session.restored += ["audited: " + e for e in sorted(set(session.audited))]
+
+
+@contextlib.contextmanager
+def _quiet():
+    """NaN/overflow warnings off: the checks report NaN and overflow themselves."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _is_refusal_guard(change: str, refuse: Sequence[str]) -> bool:
+    return any(change == "module " + name for name in refuse)
+
+
+# ------------------------------------------------------------------------------------------
+# Phase 1: where the learner's code runs
+# ------------------------------------------------------------------------------------------
+
+def collect(exercise: Exercise, step_id: str, code: str, seed: int) -> dict:
+    """Run the learner's part of a grade and return it as data for :func:`judge` (send it
+    through :func:`nlpcore.lab.wire.pack`): ``verdicts`` {check index: result} decided here
+    (the code did not load, a collect failed, a refused call, a page job, a local check),
+    ``collected`` {check index: what collect returned}, ``report``, ``record``, ``stdout``,
+    ``stderr``, ``traceback``, ``restored``, ``seed``, ``elapsed_ms``."""
+    step = exercise.step(step_id)
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of source, got %s" % type(code).__name__)
+    start = time.perf_counter()
+    model.set_seed(seed)
+    verdicts: Dict[int, dict] = {}
+    collected: Dict[int, object] = {}
+    report, record = None, {}
+    with isolated(**_refused_modules(exercise, step)) as session:
+        try:
+            ns = learner_namespace(step, code)
+        except LearnerError as err:
+            verdicts = {i: result(c.id, c.title, "error", str(err))
+                        for i, c in enumerate(step.checks) if c.runner != "local"}
+        except BaseException as err:  # the grader itself was broken by the learner's code
+            repair_builtins()
+            verdicts, collected = _stopped(step, err), {}
+        else:
+            try:
+                _phase_one(step, ns, session, verdicts, collected)
+                report, record = _report_and_record(step, ns)
+            except BaseException as err:  # the grader itself was broken by the learner's code
+                repair_builtins()
+                verdicts, collected = _stopped(step, err), {}
+        ns = None
+    out = {"verdicts": verdicts, "collected": collected, "report": report, "record": record,
+           "restored": session.restored, "seed": seed,
+           "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1)}
+    out.update(session.output())
+    return out
+
+
+def _phase_one(step: Step, ns: dict, session: "_Session", verdicts: dict, collected: dict):
+    """Every check's learner part: ``collect`` (once per distinct collect function), a page
+    job's ``prepare``, or (one-phase checks, until none remain) the whole ``run``."""
+    refused = session.refusal.refused
+    at_load = list(refused)
+    shared: Dict[Callable, tuple] = {}     # checks that share a collect run it once
+    for i, check in enumerate(step.checks):
+        del refused[:]
+        if check.runner == "local":
+            continue
+        if check.runner == "python" and check.collect is not None:
+            if check.collect not in shared:
+                shared[check.collect] = (_collect(check, ns), list(refused))
+            (failure, data), calls = shared[check.collect]
+            refused.extend(calls)
+            if failure is None:
+                collected[i] = data
+            else:
+                verdicts[i] = dict(failure, id=check.id, title=check.title)
+        else:
+            verdicts[i] = _learner_side(check, ns)
+        if refused or at_load:
+            verdicts[i] = result(check.id, check.title, "fail", refusal.message(refused + at_load))
+            collected.pop(i, None)
+    del refused[:]
+
+
+def _collect(check: Check, ns: dict):
+    """(None, data) when ``collect`` returned, else (the failure it raised, None)."""
+    try:
+        return None, check.collect(ns)
+    except CheckFailed as fail:
+        return result(check.id, check.title, "fail", fail.message, **fail.details), None
+    except BaseException as err:  # learner code may raise anything, SystemExit included
+        _note_error(err)
+        return result(check.id, check.title, "fail", _raised(err)), None
+
+
+def _learner_side(check: Check, ns: dict) -> dict:
+    """A page job (``prepare``), or a one-phase ``run`` (judged where the learner's code runs:
+    the judge-side guarantee does not hold for it)."""
+    fn = check.prepare if check.runner != "python" else check.run
+    if fn is None:
+        return result(check.id, check.title, "error", "the grader defines no collect for this check")
+    try:
+        out = fn(ns)
+    except CheckFailed as fail:
+        return result(check.id, check.title, "fail", fail.message, **fail.details)
+    except BaseException as err:  # learner code may raise anything, SystemExit included
+        _note_error(err)
+        return result(check.id, check.title, "fail", _raised(err))
+    if check.runner != "python":
+        return result(check.id, check.title, "pending", "runs in the page (%s)" % check.runner,
+                      runner=check.runner, job=out)
+    return result(check.id, check.title, "pass", out or "")
+
+
+def _raised(err: BaseException) -> str:
+    return "your code raised %s: %s%s%s" % (type(err).__name__, err, _where(err), _base_note(err))
+
+
+def _stopped(step: Step, err: BaseException) -> Dict[int, dict]:
+    """Every check's verdict when grading itself broke down during the learner's phase."""
+    return {i: result(c.id, c.title, "error", "grading stopped: %s: %s (did your code change "
+                      "Python's builtins or NumPy?)" % (type(err).__name__, err))
+            for i, c in enumerate(step.checks) if c.runner != "local"}
+
+
+def _refused_modules(exercise: Exercise, step: Step) -> dict:
+    """Keyword arguments of :func:`isolated`: the step's ``refuse`` list, and the exercise's own
+    modules (its checks and expected values are the grader's, never the learner's to call)."""
+    package = "nlpcore.lab.exercises." + exercise.id
+    own = sorted(n for n in sys.modules if n == package or n.startswith(package + "."))
+    return {"refuse": tuple(step.refuse), "own": tuple(own)}
+
+
+def _report_and_record(step: Step, ns: dict):
+    """The step's report (a courtesy: the checks carry the verdict) and recorded values, as
+    plain data, computed while the learner's objects still exist."""
+    report = None
+    if step.report is not None:
+        try:
+            report = to_plain(step.report(ns))
+        except BaseException as err:
+            report = {"error": "%s: %s" % (type(err).__name__, err)}
+    record = {}
+    for name in step.record:
+        if name in ns:
+            try:
+                record[name] = to_plain(ns[name])
+            except BaseException as err:
+                record[name] = "%s: %s" % (type(err).__name__, err)
+    return report, record
+
+
+# ------------------------------------------------------------------------------------------
+# Phase 2: where no learner code ever ran
+# ------------------------------------------------------------------------------------------
+
+def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
+    """The finished grade from what :func:`collect` returned (unpacked by
+    :func:`nlpcore.lab.wire.unpack`): {exercise, step, checks, passed, record, report,
+    elapsed_ms, stdout, stderr, traceback, restored, seed}. Every rule of the verdict is here:
+    ``passed`` needs at least one graded check and every graded check passing, and a grade
+    whose learner side changed the interpreter (``restored``) cannot pass."""
+    step = exercise.step(step_id)
+    start = time.perf_counter()
+    model.set_seed(phase["seed"])
+    verdicts, collected = phase["verdicts"], phase["collected"]
+    if phase.get("stopped"):            # the learner's process ended without a result
+        verdicts = {i: result(c.id, c.title, "error", phase["stopped"])
+                    for i, c in enumerate(step.checks) if c.runner != "local"}
+    checks = []
+    with _quiet():
+        for i, check in enumerate(step.checks):
+            if check.runner == "local":
+                checks.append(result(check.id, check.title, "local", check.explain,
+                                     command=check.command, runner="local"))
+            elif i in verdicts:
+                checks.append(verdicts[i])
+            elif i in collected:
+                checks.append(_judged(check, check.judge, collected[i]))
+            else:
+                checks.append(result(check.id, check.title, "error",
+                                     "the grader received nothing for this check"))
+    return finish(exercise, step, checks, phase, judged_ms=(time.perf_counter() - start) * 1e3)
+
+
+def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
+           judged_ms: float = 0.0) -> dict:
+    """The grade's rules applied to its checks (also after the page ran its jobs)."""
+    restored = list(phase.get("restored") or [])
+    seed = phase.get("seed")
+    if restored:
+        why = ("your code changed the grader's interpreter (%s), so this grade cannot pass"
+               % ", ".join(restored[:3]))
+        checks = [dict(c, status="fail", message=why) if c["status"] == "pass" else c
+                  for c in checks]
+    checks = [dict(c, message="%s (inputs seeded with %d)" % (c["message"], seed))
+              if c["status"] == "fail" and seed is not None and c.get("runner", "python") == "python"
+              and "(inputs seeded with" not in c["message"] else c for c in checks]
+    graded = [c for c in checks if c["status"] != "local"]
+    out = {"exercise": exercise.id, "step": step.id, "checks": checks,
+           "passed": bool(graded) and all(c["status"] == "pass" for c in graded),
+           "record": phase.get("record") or {}, "report": phase.get("report"),
+           "elapsed_ms": round(phase.get("elapsed_ms", 0.0) + judged_ms, 1),
+           "stdout": phase.get("stdout", ""), "stderr": phase.get("stderr", ""),
+           "traceback": phase.get("traceback", ""), "restored": restored, "seed": seed}
+    return out
+
+
+def _judged(check: Check, fn, *args, **details) -> dict:
+    """One judge's verdict. No learner code runs here, so an exception other than CheckFailed is
+    the grader's own failure, and reported as such."""
+    try:
+        message = fn(*args)
+    except CheckFailed as fail:
+        return result(check.id, check.title, "fail", fail.message, **dict(details, **fail.details))
+    except Exception as err:  # a bug in the grader, not in the learner's code
+        return result(check.id, check.title, "error",
+                      "the grader itself failed (%s: %s) -- a fault of the grader, not of your "
+                      "code; please report it" % (type(err).__name__, err), **details)
+    return result(check.id, check.title, "pass", message or "", **details)
+
+
+def grade(exercise: Exercise, step_id: str, code: str, seed: Optional[int] = None) -> dict:
+    """Both phases in this interpreter, the collected data crossing through
+    :mod:`nlpcore.lab.wire` as it would between two: for exercises built in a test, and for
+    Python without subprocesses. :func:`nlpcore.lab.grade` runs phase 1 in a fresh interpreter."""
+    seed = new_seed() if seed is None else seed
+    return judge(exercise, step_id, wire.unpack(wire.pack(collect(exercise, step_id, code, seed))))
+
+
+def conclude(exercise: Exercise, step_id: str, code: str, grade: dict, ran: dict) -> dict:
+    """The finished grade once the page ran its pending jobs: ``ran`` maps a pending check's id
+    to ``{"outputs": {name: bytes}}`` or ``{"error": message, "fails_all": bool}`` (the page's
+    runner could not run it; ``fails_all`` when the code itself is unusable, a shader that does
+    not compile: every graded check then errors with that message). Judge side: the learner's
+    code does not run."""
+    step = exercise.step(step_id)
+    checks, unusable = [], None
+    for c in grade["checks"]:
+        if c["status"] == "pending":
+            got = ran.get(c["id"])
+            if not isinstance(got, dict):
+                c = result(c["id"], c["title"], "error", "the page did not run this check",
+                           runner=c.get("runner"))
+            elif "outputs" in got:
+                c = verify_js(exercise, step_id, c["id"], code, c.get("job"), got["outputs"])
+            else:
+                c = result(c["id"], c["title"], "error", "could not run on %s: %s"
+                           % (c.get("runner"), got.get("error")), runner=c.get("runner"))
+                if got.get("fails_all") and unusable is None:
+                    unusable = str(got.get("error"))
+        checks.append(c)
+    if unusable is not None:
+        checks = [c if c["status"] in ("local", "error") else
+                  result(c["id"], c["title"], "error", "not graded: %s" % unusable,
+                         runner=c.get("runner")) for c in checks]
+    return finish(exercise, step, checks, grade)
+
+
+def new_seed() -> int:
+    """A seed for one grade's inputs (shown in the messages, so a failure can be reproduced)."""
+    return int.from_bytes(os.urandom(4), "little") % 1000000
+
+
+def verify_js(exercise: Exercise, step_id: str, check_id: str, code: str, job, outputs) -> dict:
+    """Second half of a JS-run check: the page ran ``job`` (collected once, by :func:`collect`)
+    and hands back ``outputs``; the verdict is computed here without running the learner's code
+    (``verify`` sees the job, the outputs and the source text only)."""
+    step = exercise.step(step_id)
+    check = next((c for c in step.checks if c.id == check_id), None)
+    if check is None or check.runner in ("python", "local"):
+        raise ValueError("check must name a JS-run check of step %r, got %r" % (step_id, check_id))
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of source, got %s" % type(code).__name__)
+    with _quiet():
+        return _judged(check, check.verify, {"source": code}, job, outputs, runner=check.runner)

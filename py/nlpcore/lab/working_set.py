@@ -1,0 +1,49 @@
+"""How much memory a tiled attention kernel may hold at once, relative to its block sizes.
+
+A tiled kernel keeps its outputs, a few numbers per query row (m, ℓ, lse, D: the paper's
+Algorithm 1 keeps ℓ and m in HBM) and a few tiles: scores (Br, Bc) and the K, V, Q, O slices
+of width d that go with them. Nothing else grows with Nq or Nk. The tiled checks choose
+sizes where one float64 row against all keys (Nk entries) is larger than that whole budget,
+so skipping the key tiling -- one query row, or one query tile, against every key -- fails,
+and so does a whole copy of K or V (``x.astype(...)`` copies; ``np.asarray(x, dtype)`` does
+not when the dtype already matches).
+"""
+from __future__ import annotations
+
+from .model import CheckFailed
+
+TILE_BUFFERS = 8     # (Br, Bc) float64 temporaries (scores, exp, masks) plus their (B, d) slices
+ROW_STATS = 6        # float64 numbers per query row (m, ℓ, lse, D and a copy or two)
+MIB = 1.0 / (1 << 20)
+
+
+def budget(*, out_bytes: int, n_q: int, block_q: int, block_k: int, width: int) -> int:
+    """Bytes a tiled kernel may allocate at peak: its outputs, ROW_STATS per query row, and
+    TILE_BUFFERS tiles of Br×Bc scores with their Q/O (Br × width) and K/V (Bc × width)
+    slices, all float64."""
+    tile = block_q * block_k + (block_q + block_k) * width
+    return out_bytes + ROW_STATS * n_q * 8 + TILE_BUFFERS * tile * 8
+
+
+def assert_tiled(peak: int, *, n_q: int, n_k: int, out_bytes: int, block_q: int, block_k: int,
+                 width: int, context: str, shapes: dict) -> str:
+    """Fail when ``peak`` (bytes, ``framework.peak_memory``) exceeds :func:`budget`; the
+    message compares it with one row against all keys."""
+    limit = budget(out_bytes=out_bytes, n_q=n_q, block_q=block_q, block_k=block_k, width=width)
+    row = n_k * 8
+    if peak > limit:
+        raise CheckFailed(
+            "%s: your code allocated %.3f MiB at peak, more than a tiled kernel needs (%.3f MiB: "
+            "its outputs, a few numbers per query row and %d tiles). One float64 row against all "
+            "%d keys is already %.3f MiB and a %d×%d score matrix %.2f MiB: compute scores one "
+            "(block_q × block_k) tile at a time, carry the row statistics (m, l) between key "
+            "tiles, and slice K and V per tile instead of copying them whole"
+            % (context, peak * MIB, limit * MIB, TILE_BUFFERS, n_k, row * MIB, n_q, n_k,
+               n_q * n_k * 8 * MIB),
+            expected="peak <= %.3f MiB (outputs + %d numbers per query row + %d tiles of "
+            "%d×%d scores with their width-%d slices, float64)"
+            % (limit * MIB, ROW_STATS, TILE_BUFFERS, block_q, block_k, width),
+            got="%.3f MiB" % (peak * MIB), shapes=shapes)
+    return ("%s: %.3f MiB at peak (budget %.3f MiB; one row against all keys would be %.3f "
+            "MiB, the full score matrix %.2f MiB)" % (context, peak * MIB, limit * MIB,
+                                                      row * MIB, n_q * n_k * 8 * MIB))

@@ -1,0 +1,76 @@
+/* The exercise page's check runner: one grade of the learner's code, in the Pyodide worker.
+ *
+ * grade(runtime, {exercise, step, code}) runs the code in the learner worker
+ * (runtime.call("exercises.collect", ...), with the page's time limit: an endless loop makes
+ * runtime.js terminate the worker and start a fresh one, and the call rejects with a "time
+ * limit" error) and has the judge worker (runtime.js getJudge(), which never runs learner code)
+ * compute the grade from the collected data ("exercises.judge").
+ *
+ * Checks that run partly in the page (e.g. on the GPU): grade returns such a check with status
+ * "pending", its `runner` name and a `job` (plain data, e.g. a dispatch spec). The job goes to
+ * the runner registered under that name -- registerCheckRunner(name, async (job) => outputs) --
+ * and the outputs go back to the judge ("exercises.conclude"), which computes their verdicts and
+ * the grade's: the page only displays it. A runner that finds the code itself unusable (a
+ * shader that does not compile) throws an Error with `failsAll = true`: the judge then fails
+ * every graded check as "error" with that message, the checks passed without compiling
+ * included. A "webgpu" runner is built in: it runs a dispatch spec with
+ * js/gpu.js and returns {name: bytes} of the output bindings; an exercise's page module
+ * (js/exercises/<id>.js) may register its own in its place.
+ */
+
+import {getJudge} from "./runtime.js";
+
+export const TIME_LIMIT_MS = 10000;
+getJudge();  // the judge worker boots now, behind the learner's worker
+const runners = new Map();
+
+/* Registers `run(job) -> Promise<outputs>` for checks whose runner is `name`. */
+export function registerCheckRunner(name, run) {
+  if (typeof name !== "string" || !name || typeof run !== "function") {
+    throw new TypeError("registerCheckRunner(name: string, run: async (job) => outputs)");
+  }
+  runners.set(name, run);
+}
+
+let gpuPromise = null;
+registerCheckRunner("webgpu", async (job) => {
+  const gpuModule = await import("./gpu.js");
+  if (!gpuPromise) gpuPromise = gpuModule.openGpu();
+  let gpu;
+  try {
+    gpu = await gpuPromise;
+  } catch (error) {
+    gpuPromise = null;
+    throw error;
+  }
+  const {outputs} = await gpuModule.runSpec(gpu, job);
+  return outputs;
+});
+
+/* The outputs of a pending check, or why the page could not run it. */
+async function runJob(c) {
+  const run = runners.get(c.runner);
+  if (!run) return {error: `this page has no runner for "${c.runner}" checks`, fails_all: false};
+  try {
+    return {outputs: await run(c.job)};
+  } catch (error) {
+    return {error: error.message, fails_all: Boolean(error.failsAll)};
+  }
+}
+
+/* One grade: {passed, checks, stdout, stderr, traceback, record, report, elapsed_ms, seed, ...}.
+ * The learner worker runs the code and collects its outputs as data; the judge worker computes
+ * the verdicts; pending checks run here and go back to the judge, which applies every rule. */
+export async function grade(runtime, {exercise, step, code}) {
+  const judge = getJudge();
+  const {phase} = await runtime.call("exercises.collect", {exercise, step, code}, {timeoutMs: TIME_LIMIT_MS});
+  const out = await judge.call("exercises.judge", {exercise, step, phase}, {timeoutMs: TIME_LIMIT_MS});
+  const pending = out.checks.filter((c) => c.status === "pending");
+  if (!pending.length) return out;
+  const ran = {};
+  for (const c of pending) ran[c.id] = await runJob(c);
+  return judge.call("exercises.conclude", {exercise, step, code, grade: out, ran}, {timeoutMs: TIME_LIMIT_MS});
+}
+
+/* True for the error a run that overran the time limit rejects with. */
+export const overran = (error) => /time limit/.test(error.message);

@@ -1,0 +1,195 @@
+/* The exercise page's results view: the checks of one grade, the learner's output of each run.
+ *
+ * Shows, never decides: a grade (`out`: passed, checks [{id, title, status, message, ...details}],
+ * stdout/stderr/traceback, report, elapsed_ms) is drawn as one [data-testid=check] per graded
+ * check (data-status pass|fail|error), a summary line, the kill-matrix report if any, and the
+ * run's output streams in [data-testid=run-output]. A Predict step's wrong answer is drawn
+ * withheld: which parts are wrong, or which way a number is off, without the expected value.
+ */
+import {el} from "./dom.js";
+import {clockTime} from "./exercise-drafts.js";
+
+const $ = (id) => document.getElementById(id);
+let runs = 0;  // runs shown in this page, for the output's stamp
+
+const DETAIL_LABELS = [
+  ["expected", "expected"], ["got", "got"], ["tolerance", "tolerance"],
+  ["max_abs_err", "max |Δ|"], ["where", "at index"], ["shapes", "input shapes"],
+];
+
+function formatValue(key, value) {
+  if (key === "shapes" && value && typeof value === "object") {
+    return Object.entries(value).map(([name, shape]) => `${name} (${shape.join(", ")})`).join(", ");
+  }
+  if (key === "max_abs_err" && typeof value === "number") return value.toPrecision(3);
+  if (Array.isArray(value)) return `[${value.join(", ")}]`;
+  return String(value);
+}
+
+export function renderTable(table, caption) {
+  const t = el("table", {class: "matrix"});
+  if (caption) t.append(el("caption", {text: caption}));
+  const head = el("tr");
+  for (const col of table.columns) head.append(el("th", {scope: "col", text: col.replace(/^test_/, "test_\u200b")}));
+  t.append(el("thead", {}, head));
+  const body = el("tbody");
+  for (const row of table.rows) {
+    const tr = el("tr");
+    row.forEach((cell, i) => {
+      if (i === 0) tr.append(el("th", {scope: "row", text: cell}));
+      else tr.append(el("td", {class: `cell-${String(cell).split(":")[0].toLowerCase()}`, text: cell}));
+    });
+    body.append(tr);
+  }
+  t.append(body);
+  return el("div", {class: "table-scroll"}, t);
+}
+
+/* A wrong prediction's feedback without the answer: which parts are right and wrong (a check's
+ * `parts` detail, {part: "right" | "wrong"}) or which way a number is off. */
+function withheldFeedback(result) {
+  if (result.parts && typeof result.parts === "object") {
+    const names = (verdict) => Object.keys(result.parts).filter((k) => result.parts[k] === verdict);
+    const right = names("right");
+    const wrong = names("wrong");
+    return `Right: ${right.length ? right.join(", ") : "none"}. Wrong: ${wrong.length ? wrong.join(", ") : "none"}.`;
+  }
+  const expected = Number(result.expected);
+  const got = Number(result.got);
+  if (result.expected !== undefined && result.got !== undefined && isFinite(expected) && isFinite(got)) {
+    return `Your number is too ${got > expected ? "high" : "low"}` +
+        (result.tolerance ? ` (allowed: ${result.tolerance}).` : ".");
+  }
+  return "Not right yet.";
+}
+
+export function renderCheck(result, withhold = false) {
+  const li = el("li", {class: `check status-${result.status}`, "data-testid": "check",
+                       "data-status": result.status, "data-check": result.id},
+                el("span", {class: "badge", text: result.status}),
+                el("strong", {text: result.title}));
+  if (withhold && result.status === "fail") {
+    li.dataset.withheld = "1";
+    li.append(el("div", {class: "message", "data-testid": "withheld", text: withheldFeedback(result)}));
+    return li;
+  }
+  if (result.message) li.append(el("div", {class: "message", text: result.message}));
+  const rows = DETAIL_LABELS.filter(([key]) => result[key] !== undefined && result[key] !== null);
+  if (rows.length) {
+    const dl = el("dl", {class: "details"});
+    for (const [key, label] of rows) {
+      dl.append(el("dt", {text: label}), el("dd", {text: formatValue(key, result[key])}));
+    }
+    li.append(dl);
+  }
+  if (result.table) li.append(renderTable(result.table, "live kill matrix (weak suite)"));
+  return li;
+}
+
+/* The step's checks as "not run", before any grade of this step. */
+export function clearResults(step, passedBefore) {
+  const list = $("results");
+  list.replaceChildren();
+  list.dataset.state = "idle";
+  for (const c of step.checks.filter((x) => x.runner !== "local")) {
+    list.append(el("li", {class: "check", "data-check": c.id},
+                   el("span", {class: "badge", text: "not run"}), el("strong", {text: c.title})));
+  }
+  $("results-summary").textContent = passedBefore
+    ? "You passed this step before. Run the checks again any time." : "Not run yet.";
+  $("results-summary").dataset.state = "idle";
+  $("report").replaceChildren();
+  $("output-streams").replaceChildren();
+  $("run-output").dataset.state = "idle";
+}
+
+/* A run refused before grading: the summary says why, the checks stay "not run". */
+export function showRefused(message) {
+  $("results").dataset.state = "refused";
+  $("results-summary").textContent = message;
+  $("results-summary").dataset.state = "refused";
+}
+
+export function showRunning() {
+  $("results").dataset.state = "running";
+  $("results-summary").textContent = "Running your code…";
+  $("results-summary").dataset.state = "running";
+}
+
+/* `withhold`: draw failures without expected values (a Predict step's answer); `refused`: the
+ * answer was not taken (a sentence saying why); `shown`: ids of checks drawn in full anyway. */
+export function renderResults(out, roundTripMs, withhold, {refused = null, shown = []} = {}) {
+  const list = $("results");
+  list.replaceChildren();
+  const graded = out.checks.filter((c) => c.status !== "local");
+  for (const c of graded) list.append(renderCheck(c, withhold && !shown.includes(c.id)));
+  list.dataset.withheld = withhold ? "1" : "0";
+  const passed = graded.filter((c) => c.status === "pass").length;
+  const summary = $("results-summary");
+  summary.textContent = `${passed} of ${graded.length} checks pass. Graded in ` +
+      `${out.elapsed_ms.toFixed(0)} ms in Python (${roundTripMs.toFixed(0)} ms round trip).` +
+      (out.passed ? " Step complete — saved to your progress." : "");
+  summary.dataset.state = out.passed ? "passed" : "failed";
+  if (refused) {
+    summary.textContent = refused;
+    summary.dataset.state = "refused";
+  }
+  summary.dataset.elapsedMs = String(out.elapsed_ms);
+  summary.dataset.roundTripMs = String(Math.round(roundTripMs));
+  list.dataset.state = "done";
+  const report = $("report");
+  report.replaceChildren();
+  if (out.report && out.report.table && !withhold) {
+    report.append(renderTable(out.report.table, out.report.title || "Your suite's kill matrix, computed live in this page"));
+  }
+}
+
+/* Every graded check as "error" with one message (the run never came back). */
+export function renderFailure(step, message) {
+  const list = $("results");
+  list.replaceChildren();
+  showLostOutput("no output: Python stopped before it could send any back.");
+  for (const c of step.checks.filter((x) => x.runner !== "local")) {
+    list.append(renderCheck({id: c.id, title: c.title, status: "error", message}));
+  }
+  list.dataset.state = "error";
+  $("results-summary").textContent = message;
+  $("results-summary").dataset.state = "error";
+}
+
+/* ---- the learner's output ------------------------------------------------------------------ */
+
+const STREAMS = [["stdout", "printed (stdout)"], ["stderr", "stderr (warnings, errors)"],
+                 ["traceback", "traceback"], ["value", "value of the last line"]];
+
+export function renderStreams(host, out, emptyText) {
+  host.replaceChildren();
+  let any = false;
+  for (const [key, label] of STREAMS) {
+    const text = out[key];
+    if (typeof text !== "string" || text === "") continue;
+    any = true;
+    host.append(el("h4", {text: label}),
+                el("pre", {class: `stream stream-${key}`, "data-testid": key, text}));
+  }
+  if (!any) host.append(el("p", {class: "small", "data-testid": "no-output", text: emptyText}));
+}
+
+export function showRunOutput(out) {
+  runs += 1;
+  const box = $("run-output");
+  const host = $("output-streams");
+  renderStreams(host, out, "Your code printed nothing.");
+  host.prepend(el("p", {class: "small run-stamp", "data-testid": "run-stamp",
+                         text: `Run ${runs} at ${clockTime(new Date().toISOString())}`}));
+  box.dataset.state = "done";
+  box.dataset.run = String(runs);
+}
+
+function showLostOutput(message) {
+  runs += 1;
+  const host = $("output-streams");
+  host.replaceChildren(el("p", {class: "small", "data-testid": "no-output",
+                                text: `Run ${runs}: ${message}`}));
+  $("run-output").dataset.state = "error";
+}

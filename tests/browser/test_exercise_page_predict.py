@@ -1,0 +1,67 @@
+"""exercise.html Predict steps are honest (issue 23 item 3, the exercise page's part): the
+untouched starter and an incomplete answer are refused with the specific message, and neither
+is recorded as the learner's first prediction; the first complete answer is."""
+from __future__ import annotations
+
+import json
+
+from nlpcore import lab
+
+SETTLED = ("() => ['done', 'error', 'refused'].includes("
+           "document.querySelector('[data-testid=results]').dataset.state)")
+
+
+def open_step(page, site_url, helpers, ex_id, step):
+    page.goto(f"{site_url}exercise.html?id={ex_id}&step={step}")
+    assert helpers.wait_for_runtime(page) == "ready"
+    page.wait_for_selector("[data-testid=run-checks]:not([disabled])")
+
+
+def submit(page, code=None):
+    if code is not None:
+        page.click("#editor-host .CodeMirror-code")
+        page.keyboard.press("Control+A")
+        page.keyboard.press("Delete")
+        page.keyboard.insert_text(code)
+    page.evaluate("document.querySelector('[data-testid=results]').dataset.state = 'idle'")
+    page.click("[data-testid=run-checks]")
+    page.wait_for_function(SETTLED, timeout=60000)
+    return page.get_attribute("[data-testid=results-summary]", "data-state"), \
+        page.inner_text("[data-testid=results-summary]")
+
+
+def first_prediction(page, ex_id, step):
+    doc = json.loads(page.evaluate("localStorage.getItem('fa-lab-progress-v1') || '{}'") or "{}")
+    return ((doc.get("exercises") or {}).get(ex_id) or {}).get(step, {}).get("first")
+
+
+def test_untouched_and_incomplete_predictions_are_refused_and_not_recorded(page, site_url, browser_helpers):
+    open_step(page, site_url, browser_helpers, "ring", "predict")
+    state, text = submit(page)                                  # the untouched starter
+    assert state == "refused" and "untouched starter" in text, text
+    assert first_prediction(page, "ring", "predict") is None
+    assert page.is_disabled("[data-testid=load-solution]")      # still no attempt
+
+    starter = lab.exercise("ring").step("predict").starter
+    half = starter.replace("bytes_sent = None", "bytes_sent = 12345")
+    state, text = submit(page, half)
+    assert state == "refused", text
+    assert "incomplete" in text and "peak_elements is still None" in text, text
+    assert first_prediction(page, "ring", "predict") is None
+    # The missing part is named in its check too, not hidden behind "Not right yet".
+    assert "peak_elements is still None" in page.inner_text("[data-testid=check][data-check=recorded]")
+
+    whole = half.replace("peak_elements = None", "peak_elements = 6789")
+    state, text = submit(page, whole)
+    assert state == "failed", text
+    first = first_prediction(page, "ring", "predict")
+    assert first and first["answer"] == {"bytes_sent": 12345, "peak_elements": 6789}
+    assert not page.is_disabled("[data-testid=load-solution]")
+
+
+def test_break_it_untouched_prediction_is_refused(page, site_url, browser_helpers):
+    open_step(page, site_url, browser_helpers, "break-it", "predict")
+    state, text = submit(page)
+    assert state == "refused" and "untouched starter" in text, text
+    assert first_prediction(page, "break-it", "predict") is None
+    assert page.locator("[data-testid=check]").count() == 0     # nothing graded, nothing scored

@@ -1,0 +1,214 @@
+"""nlpcore.claims: every claim a page attributes to a source or to our measurements is data, with a
+locator; measured claims name a record and key that exist; modelled ones a function; the module
+page's claim sentences and its ledger are stamped from it (issue 24). Also the numbers the new
+prose quotes (FlashAttention-2's loop orders, the ring's minimum block, the corrected targets)
+against the records and the papers' own figures."""
+from __future__ import annotations
+
+import importlib
+import json
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from labtools import build
+from nlpcore import claims, hardware
+from nlpcore.kernels import io_model
+from nlpcore.web import lessons, viz
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+INDEX = ROOT / "site" / "index.html"
+
+# A locator of a source in running text: these belong in nlpcore.claims, stamped as {{claim.<id>}}.
+LOCATOR = re.compile(r"\b(Theorem \d|Proposition \d|Lemma \d|Fig(?:ure|\.)\s*\d|Sec(?:tion|\.)\s*\d|§\s*\d|"
+                     r"Table \d|Appendix [A-Z]|Eq(?:uation|\.)\s*\d)")
+# Names of a setting, not claims: "the paper's Figure 2 setting", "this module's Figure 2 recount".
+SETTING_NAMES = re.compile(r"Figure 2 (setting|recount)")
+
+
+def _page_text(html: str) -> str:
+    """Visible text of a page's source, without scripts, tags and {{stamps}}."""
+    html = re.sub(r"<script.*?</script>", " ", html, flags=re.S)
+    html = re.sub(r"\{\{[\w.-]+\}\}", " ", html)
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+# ---- the data ---------------------------------------------------------------------------------
+
+def test_every_claim_is_well_formed():
+    ids = [c.id for c in claims.CLAIMS]
+    assert len(ids) == len(set(ids)), "duplicate claim ids"
+    problems = [p for c in claims.CLAIMS for p in claims.problems(c)]
+    assert not problems, problems
+    assert {c.status for c in claims.CLAIMS} == set(claims.STATUSES)  # every status is used
+
+
+@pytest.mark.parametrize("bad, what", [
+    (claims.Claim("x", "a claim", "arXiv:2205.14135", "  ", "proved"), "no locator"),
+    (claims.Claim("x", "a claim", "ours", "bench/results/io_h200.json", "measured here"), "record and key"),
+    (claims.Claim("x", "a claim", "ours", "a model", "modelled here"), "names its function"),
+    (claims.Claim("x", "a claim", "arXiv:2205.14135", "Sec. 1", "true"), "status"),
+    (claims.Claim("x", "a claim", "ours", "Sec. 1", "proved"), "in which source"),
+])
+def test_a_bad_claim_is_reported(bad, what):
+    assert any(what in p for p in claims.problems(bad)), claims.problems(bad)
+
+
+@pytest.mark.parametrize("claim", [c for c in claims.CLAIMS if c.record], ids=lambda c: c.id)
+def test_a_claims_record_and_key_exist(claim):
+    path = ROOT / claim.record
+    assert path.is_file(), "%s names %s, which does not exist" % (claim.id, claim.record)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for key in claim.key.split("; "):
+        value = claims.resolve(data, key)
+        assert isinstance(value, (int, float)) and not isinstance(value, bool), (claim.id, key, value)
+        assert key in claim.locator or claim.status != "measured here", (claim.id, "locator names the key")
+
+
+def test_resolve_names_what_is_missing():
+    data = {"rows": [{"impl": "a", "n": 1, "x": 2.0}, {"impl": "b", "n": 1, "x": 3.0}]}
+    assert claims.resolve(data, "rows[impl=b,n=1].x") == 3.0
+    with pytest.raises(KeyError, match="0 items"):
+        claims.resolve(data, "rows[impl=c].x")
+    with pytest.raises(KeyError, match="'y'"):
+        claims.resolve(data, "rows[impl=a].y")
+
+
+@pytest.mark.parametrize("claim", [c for c in claims.CLAIMS if c.function], ids=lambda c: c.id)
+def test_a_modelled_claim_names_a_function(claim):
+    module, attribute = claim.function.split(":")
+    assert callable(getattr(importlib.import_module(module), attribute)), claim.function
+
+
+def test_claims_load_on_python38():
+    py38 = ROOT / ".venv38" / "bin" / "python"
+    if not py38.exists():
+        pytest.skip("no .venv38 (scripts/setup.sh makes it)")
+    out = subprocess.run([str(py38), "-c", "import nlpcore.claims as c; print(len(c.page_values()))"],
+                         capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "py")})
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == len(claims.CLAIMS) + 1
+
+
+# ---- the pages -----------------------------------------------------------------------------------
+
+def test_the_module_pages_claim_sentences_come_from_the_module():
+    source = INDEX.read_text(encoding="utf-8")
+    stamped = set(re.findall(r"\{\{claim\.([\w-]+)\}\}", source))
+    assert stamped <= set(claims.BY_ID), stamped - set(claims.BY_ID)
+    assert "{{claims.ledger}}" in source
+    text = SETTING_NAMES.sub(" ", _page_text(source))
+    loose = [re.sub(r"\s+", " ", text[max(0, m.start() - 60):m.end() + 20]) for m in LOCATOR.finditer(text)]
+    assert not loose, "cite through nlpcore.claims ({{claim.<id>}}), not in page text: %s" % loose
+    # every claim is shown somewhere: stamped in prose, in the ledger, or inside another claim
+    shown = stamped | {c.id for c in claims.CLAIMS if c.ledger}
+    shown |= {i for c in claims.CLAIMS for i in re.findall(r"\{\{claim\.([\w-]+)\}\}", c.text + (c.probe or ""))}
+    assert shown == set(claims.BY_ID), set(claims.BY_ID) - shown
+
+
+@pytest.fixture(scope="module")
+def stamped_index(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stamp")
+    (out / "index.html").write_text(INDEX.read_text(encoding="utf-8"), encoding="utf-8")
+    build.stamp_pages(out, build.run_exporter()["values"])
+    return (out / "index.html").read_text(encoding="utf-8")
+
+
+def test_the_built_page_carries_every_claim_with_its_status(stamped_index):
+    assert "{{" not in stamped_index
+    spans = re.findall(r'data-claim="([\w-]+)" data-status="([\w ]+)"', stamped_index)
+    assert spans and all(claims.BY_ID[i].status == s for i, s in spans)
+    ledger = stamped_index[stamped_index.index('data-testid="claims-ledger"'):]
+    rows = re.findall(r'data-claim-row="([\w-]+)"', ledger)
+    assert rows == [c.id for c in claims.CLAIMS if c.ledger]
+    for c in claims.CLAIMS:
+        if c.ledger and c.status in ("proved", "demonstrated"):
+            assert c.locator.replace("'", "&#x27;") in ledger, c.id  # the locator is printed
+
+
+def test_a_stamp_that_never_resolves_stops_the_build(tmp_path):
+    (tmp_path / "a.html").write_text(build.HEADER_MARK + "{{x}}", encoding="utf-8")
+    with pytest.raises(build.BuildError, match="still unstamped"):
+        build.stamp_pages(tmp_path, {"x": "{{x}}"})
+
+
+# ---- the numbers the new prose quotes ---------------------------------------------------------------
+
+def test_query_outer_traffic_is_the_recorded_one():
+    """The FlashAttention-2 section's numbers equal what bench/io_claim.py recorded."""
+    record = json.loads((ROOT / "bench" / "results" / "io_claim.json").read_text())
+    numbers = viz.page_numbers()
+    for n in lessons.QOUTER_NS:
+        row = claims.resolve(record, "by_n[n=%d]" % n)
+        assert row["sram_elems"] == numbers["qouter_m"] and row["d"] == numbers["qouter_d"]
+        assert numbers["qouter_%d_q_mb" % n] == "%.2f" % (row["flash2_bytes"] / 1e6)
+        assert numbers["qouter_%d_kv_mb" % n] == "%.2f" % (row["flash_bytes"] / 1e6)
+        assert row["flash2_bytes"] > row["flash_bytes"]  # Q outer moves more with Algorithm 1's blocks
+    # ... and less with square blocks
+    t = lessons.loop_order_bytes(4096, 64, hardware.A100_SRAM_FP16_ELEMENTS)
+    assert t["q_outer_square"] < t["kv_outer"] < t["q_outer"]
+
+
+def test_output_update_counts():
+    ops = lessons.output_update_ops(br=64, d=64, tiles=11)
+    assert ops == {"fa1": 4 * 64 * 64 * 11, "fa2": 2 * 64 * 64 * 11 + 64 * 64}
+
+
+def test_ring_minimum_block_matches_ring_attentions_table_2():
+    # Table 2 of arXiv:2310.01889: A100, NVLink 300 GB/s one way -> minimal block 1.0 (x1e3)
+    assert hardware.link_bytes_per_s("A100", "NVLink") == 300e9
+    assert round(hardware.ring_min_block("A100", "NVLink") / 1e3, 1) == 1.0
+    for gpu in hardware.LINKS:
+        assert hardware.ring_min_block(gpu, "PCIe") > hardware.ring_min_block(gpu, "NVLink")
+    with pytest.raises(ValueError, match="link must be one of"):
+        hardware.ring_min_block("H200", "Ethernet")
+
+
+@pytest.mark.parametrize("link", ["NVLink", "PCIe"])
+def test_the_ring_cell_flips_at_the_minimum_block(link):
+    c = hardware.ring_min_block("H200", link)
+    below = viz.run_episode_cell("ring", {"gpu": "H200", "link": link, "c": c - 1, "d": 128})["values"]
+    at = viz.run_episode_cell("ring", {"gpu": "H200", "link": link, "c": c, "d": 128})["values"]
+    assert not below["hidden"] and at["hidden"] and at["min_block"] == c
+
+
+def test_the_fa2_cell_runs_and_its_counts_agree():
+    values = viz.run_episode_cell("fa2", {"n": 4096, "d": 64, "bh": 16, "gpu": "A100"})["values"]
+    assert values["blocks"] == {"fa1": 16, "fa2": 16 * 64}
+    assert values["traffic"]["kv_outer"] == 2 * io_model.flash_accesses(4096, 4096, 64, hardware.A100_SRAM_FP16_ELEMENTS)
+    with pytest.raises(ValueError, match="gpu must be one of"):
+        viz.run_episode_cell("fa2", {"gpu": "V100"})
+
+
+def test_the_small_m_qualifier_is_the_guided_labs_answer():
+    from nlpcore.lab import guided
+    assert lessons.smallest_winning_m(lessons.SMALL_M_N, lessons.SMALL_M_D) == guided.smallest_winning_m()
+    assert (lessons.SMALL_M_N, lessons.SMALL_M_D) == (guided.SMALL_M_N, guided.SMALL_M_D)
+
+
+def test_the_speedup_target_is_figure_2s_own_ratio():
+    record = json.loads((ROOT / "bench" / "results" / "io_h200.json").read_text())
+    target = next(t for t in record["targets"] if "speed-up" in t["name"])
+    paper = io_model.PAPER_FIGURE2
+    assert target["goal"].startswith(">= %.1fx" % (paper["standard_ms"] / paper["flash_ms"]))
+    assert target["met"] == (target["measured"] >= paper["standard_ms"] / paper["flash_ms"])
+
+
+def test_the_compose_estimate_is_the_solutions():
+    from nlpcore.lab.exercises.triton import compose_solution as sol
+    from nlpcore.lab.exercises.triton import exercise
+    a100 = hardware.GPUS["A100"]
+    want = sol.expected_speedup(64, 16, 1024, 64, 2, a100.fp16_flops, a100.hbm_bytes_per_s)
+    assert exercise._figure2_estimate()["fig2_estimate"] == "%.2f" % want
+
+
+def test_tritons_d128_backward_gap_is_the_tables():
+    text = (ROOT / "bench" / "TRITON.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| 128 |")]
+    rows = [r for r in rows if len(r) == 15]  # the generated results table (d, N, causal, 6 fwd, 6 bwd)
+    ratios = [float(r[14]) for r in rows]  # bwd ×cuDNN
+    assert len(ratios) == 6, rows
+    assert "%.2f–%.2f× cuDNN's backward at d = 128" % (min(ratios), max(ratios)) in text
+    assert "sequence length is not in it" not in text
