@@ -385,3 +385,29 @@ def tier_targets(engines: list) -> list:
             None if best is None else best[0] >= goal, None if best is None else round(best[0], 2),
             ">= {}".format(goal), ("" if best is None else "best on {}: ".format(best[1])) + TIER_LIMITS[tier]))
     return out
+
+
+def summary(record: dict) -> str:
+    """The tiers at N = 16384, 16 heads (TFLOP/s per engine, d and mask), accuracy and the SDPA
+    ceiling, as text: ``python bench/webgpu_tiers.py bench/results/webgpu_h200.json``."""
+    rows = []
+    for e in record["engines"]:
+        if e.get("run") != "tiers":
+            continue
+        for r in e["rows"]:
+            if r.get("n") == 16384 and r.get("heads") == 16 and r.get("tflops"):
+                rows.append([r["tier"], e["engine"], r["d"], "causal" if r["causal"] else "none",
+                             round(r["tflops"], 2), "{:.2e}".format(r["rel_l1"]), r["valid"]])
+    for s in record.get("sdpa", []):
+        if s.get("n") == 16384 and s.get("heads") == 16:
+            rows.append([s["tier"], s["engine"], s["d"], "causal" if s["causal"] else "none", round(s["tflops"], 1), "", True])
+    text = common.table(["tier", "engine", "d", "mask", "TFLOP/s", "rel L1", "valid"], sorted(rows, key=str))
+    acc = [[a["tier"], a["engine"], a["d"], a["inputs"], "{:.2e}".format(a["rel_l1"]), "{:.4f}".format(a["cos_min"])]
+           for a in record.get("accuracy", []) if "rel_l1" in a]
+    return text + "\n\n" + common.table(["tier", "engine", "d", "inputs", "rel L1", "worst row cosine"], acc)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(summary(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))
