@@ -35,15 +35,17 @@
 // the (BR/16)·(BC/16) 16 x 16 result blocks of S_ij, each summing D/32 products of a Q8 block
 // and a K8 block read straight from the quantised buffers, and store them to s_tile; then every
 // invocation runs the portable kernel's online softmax and o update, four keys at a time, for
-// TWO query rows and 32 of their head dims (o in registers: 2 x 32 floats). Each staged value
-// is read from workgroup memory once for both rows: P·V then does two multiply-adds per
-// workgroup-memory read, where the portable kernel (one row, 64 dims) does one, and the read
-// rate, not the multiply-adds, is what limits the portable kernel on the H200 (its P·V and
-// scores read K and V once per row). Barriers per key tile: two. Subgroup-matrix calls must run in subgroup-uniform control
-// flow: the loop over result blocks depends only on the subgroup's index (t / subgroup_size,
-// the same for all its invocations, as Dawn runs full subgroups of consecutive invocations),
-// which WGSL's uniformity analysis cannot see, so Dawn's chromium.subgroup_matrix_uniformity check is turned off (it is an error by default, for non-uniform offsets too).
+// TWO query rows and 32 of their head dims (o in registers: 2 x 32 floats), so each staged value
+// read from workgroup memory serves two rows (the portable kernel: one). Barriers per key tile:
+// two. Measured on the H200 (bench/results/webgpu_h200.json): this tier is no faster than the
+// portable one; the float32 P·V, the 16-key tiles and the quantisation passes remain.
 //
+// Subgroup-matrix calls must run in subgroup-uniform control flow with subgroup-uniform
+// arguments. The blocks a subgroup takes depend on its index t / subgroup_size, the same for
+// all its invocations (Dawn runs full subgroups of consecutive invocations), which WGSL's
+// uniformity analysis cannot see: Dawn's chromium.subgroup_matrix_uniformity check (an error by
+// default) is turned off, and the loop runs over uniform "rounds".
+
 // Override constants (tiling.plan_int8, from the adapter's limits): BR (a multiple of 16), BC
 // (a multiple of 16), D (a multiple of 32), DV, KS. The workgroup has BR·KS invocations, a
 // multiple of the adapter's largest subgroup.

@@ -259,9 +259,8 @@ def plan(
         raise ValueError("dtype_bytes must be 2 (float16) or 4 (float32), got {}".format(dtype_bytes))
     if tier not in ("portable", "subgroup", "f16"):
         raise ValueError("tier must be 'portable', 'subgroup' or 'f16' (plan_int8 plans 'int8'), got {!r}".format(tier))
-    if (tier == "f16") != (dtype_bytes == 2):
-        raise ValueError("the f16 tier stages 2-byte elements and the float32 tiers 4-byte ones: tier={!r} "
-                         "with dtype_bytes={}".format(tier, dtype_bytes))
+    if tier == "f16" and dtype_bytes != 2:
+        raise ValueError("the f16 tier stages 2-byte elements: tier='f16' with dtype_bytes={}".format(dtype_bytes))
     storage_limit = positive_int(storage_limit, "storage_limit")
     max_block = positive_int(max_block, "max_block")
     br = None if br is None else positive_int(br, "br")
