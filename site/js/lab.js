@@ -18,6 +18,7 @@
  */
 import {getRuntime} from "./runtime.js";
 import {openGpu, runSpec} from "./gpu.js";
+import {chooseTier, openTierDevice} from "./tiers.js";
 
 const $ = (id) => document.getElementById(id);
 const STAGES = ["runtime", "numpy", "nlpcore"];
@@ -31,7 +32,16 @@ const PAIR_LABELS = {
 
 const runtime = getRuntime();
 const gpuReady = openGpu().then((gpu) => ({gpu}), (error) => ({error}));
+const tierDevices = new Map();  // tier id -> Promise of its device (one each, made on first use)
 let runCounter = 0;
+
+function tierDevice(defaultGpu, tier) {
+  if (!tierDevices.has(tier)) {
+    tierDevices.set(tier, openTierDevice(defaultGpu.adapter, tier, defaultGpu.name));
+    tierDevices.get(tier).catch(() => tierDevices.delete(tier));
+  }
+  return tierDevices.get(tier);
+}
 let lastReport = null;
 
 /* ---- formatting ------------------------------------------------------------------------- */
@@ -90,6 +100,7 @@ function presetFromUrl() {
   }
   if (query.has("causal")) $("in-causal").checked = ["1", "true", "yes"].includes(query.get("causal"));
   if (PRECISIONS.includes(query.get("precision"))) $("in-precision").value = query.get("precision");
+  if (query.has("tier")) $("in-tier").value = query.get("tier");
 }
 
 function readParams() {
@@ -100,6 +111,7 @@ function readParams() {
   }
   params.causal = $("in-causal").checked;
   params.precision = $("in-precision").value;
+  params.tier = $("in-tier").value;  // "best" or a tier id; runComparison resolves it
   return params;
 }
 
@@ -267,9 +279,34 @@ export async function runComparison(params = readParams()) {
     return report({...detail, status: "error", error: message});
   };
   try {
+    // The kernel tier: the best this adapter offers, or the learner's pick (js/tiers.js).
+    const {gpu: defaultGpu, error: gpuError} = await gpuReady;
+    let gpu = defaultGpu;
+    let tierParams = {tier: "portable"};
+    if (!gpuError) {
+      const choice = chooseTier(defaultGpu.adapter, params.tier);
+      if (choice.tier !== "portable") {
+        try {
+          gpu = await tierDevice(defaultGpu, choice.tier);
+        } catch (error) {
+          choice.why += `; its device could not be made (${error.message}), so portable float32 ran`;
+          choice.tier = "portable";
+        }
+      }
+      tierParams = {tier: choice.tier, storage: gpu.limits.maxComputeWorkgroupStorageSize,
+                    subgroup_size: gpu.subgroupSize || 32};
+      detail.tier = {tier: choice.tier, why: choice.why};
+      $("tier-ran").textContent = `${choice.tier}: ${choice.why}`;
+      $("tier-ran").dataset.tier = choice.tier;
+      $("storage-limit").textContent = `${gpu.limits.maxComputeWorkgroupStorageSize} bytes (` +
+          (choice.tier === "f16" || choice.tier === "int8" ? `the adapter's own, for the ${choice.tier} tier)`
+                                                            : "device requested with default limits)");
+    } else {
+      $("tier-ran").textContent = "portable (no WebGPU here: the CPU paths run the portable kernel's mirror)";
+    }
     let prepared;
     try {
-      prepared = await runtime.call("lab.prepare", params);
+      prepared = await runtime.call("lab.prepare", {...params, ...tierParams});
     } catch (error) {
       return fail(error.message);
     }
@@ -279,7 +316,6 @@ export async function runComparison(params = readParams()) {
     showPreview(prepared.preview, prepared.times);
     $("plan").title = `${prepared.mirror_steps} key-tile steps in the CPU mirror`;
 
-    const {gpu, error: gpuError} = await gpuReady;
     if (gpuError) {
       const cpu = prepared.cpu;
       showPairs([cpu]);
@@ -304,7 +340,7 @@ export async function runComparison(params = readParams()) {
     let result;
     showProgress("Python: comparing the GPU's output with the mirror and flash_np");
     try {
-      result = await runtime.call("lab.compare", {...params, outputs: dispatched.outputs,
+      result = await runtime.call("lab.compare", {...params, ...tierParams, outputs: dispatched.outputs,
                                                  gpu_ms: dispatched.gpuMs});
     } catch (error) {
       return fail(error.message);
