@@ -346,6 +346,8 @@ def run(args, log=print) -> dict:
         common.write_result(Path(args.out), record)  # what is measured so far survives a time-out
     if args.sdpa:
         record["sdpa"] = sdpa(sizes, heads, ds, causals, log=log)
+    record["tier_peaks_tflops"] = peaks()
+    record["tier_targets"] = tier_targets(record["engines"])
     record["total_seconds"] = time.perf_counter() - started
     return record
 
@@ -367,6 +369,20 @@ TIER_LIMITS = {
             "the plan's key tiles are 16 keys (two barriers every 16 keys), and the three quantisation passes are "
             "inside the time",
 }
+
+
+def peaks() -> dict:
+    """The H200's datasheet peaks each tier is measured against, from nlpcore.hardware (TFLOP/s):
+    float32 for the tiers whose arithmetic is float32; for int8, twice that, since its P·V (half
+    the counted work) stays float32 on CUDA cores while Q Kᵀ goes to the tensor cores, so no
+    version of it can pass 2 x the float32 peak; dense bf16/fp16 tensor cores for SDPA."""
+    from nlpcore import hardware
+
+    h200 = hardware.GPUS["H200"]
+    fp32 = h200.fp32_flops / 1e12
+    return {"portable": fp32, "subgroup": fp32, "f16": fp32, "int8": 2 * fp32, "sdpa": h200.fp16_flops / 1e12,
+            "source": "nlpcore.hardware.GPUS['H200'] ({}): fp32_flops, fp16_flops (dense bf16/fp16 tensor cores); "
+                      "int8 = 2 x fp32 (its float32 P·V bounds it)".format(h200.name)}
 
 
 def tier_targets(engines: list) -> list:

@@ -61,9 +61,13 @@ export function chooseTier(adapter, wanted = "best") {
 }
 
 /* A device for `tierId` on `adapter`, shaped like gpu.js's openGpu() result (runSpec takes it),
- * plus `storage` and `subgroupSize`, which lab.prepare needs to size the tier's plan. */
+ * plus `storage` and `subgroupSize`, which lab.prepare needs to size the tier's plan. `adapter`
+ * is the one the page's default device came from (used only if no fresh one is given). */
 export async function openTierDevice(adapter, tierId, name) {
   const tier = TIERS.find((t) => t.id === tierId);
+  // An adapter makes one device only ("consumed"), and the page's default device has it: ask
+  // for a fresh adapter (the same GPU) for the tier's device.
+  adapter = (await navigator.gpu.requestAdapter()) || adapter;
   const requiredLimits = tier.adapterStorage
       ? {maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize,
          maxStorageBuffersPerShaderStage: adapter.limits.maxStorageBuffersPerShaderStage}
