@@ -53,3 +53,6 @@ def test_performance_page_shows_the_tiers_against_their_peaks(page, site_url, la
     assert first[0] == want[0]["tier"] and abs(float(first[4]) - want[0]["tflops"]) <= 0.01 * want[0]["tflops"]
     peak = record["tier_peaks_tflops"][want[0]["tier"]]
     assert "{:.2g} %".format(100 * want[0]["tflops"] / peak) in first[5] or "%" in first[5]
+    lesson = page.inner_text("[data-testid=h200-tiers-lesson]")
+    assert "What int8 costs" in lesson and "NaN" not in lesson and "–" not in lesson, lesson
+    assert "{:.4g}".format(record["tier_peaks_tflops"]["sdpa"]) in lesson, lesson
