@@ -6,7 +6,9 @@
    on a slice of heads, max |triton - fp64 ref| <= 2 · max |plain bf16 - fp64 ref| + extra
    (nlpcore.lab.exercises.triton.check_triton), plus the module's own GPU check cases.
 2. TFLOP/s, bf16, d ∈ {64, 128}, N ∈ {1024, 4096, 16384}, causal and not, 16k tokens per
-   batch (B = 16384 / N) and hidden size 2048 (H = 2048 / d), for our kernel and SDPA's
+   batch (B = 16384 / N) and hidden size 2048 (H = 2048 / d), for our kernel ("triton"), our
+   FlashAttention-3 forward ("fa3", nlpcore.kernels.flash_fa3; its "bwd" is flash_fa3.attention's
+   backward, which is flash_triton's backward kernels on the saved o and lse), and SDPA's
    FLASH_ATTENTION, CUDNN_ATTENTION and EFFICIENT_ATTENTION backends, all in this one run.
    FLOPs = 4·N²·d·H·B, halved when causal, ×2.5 for the backward pass. Times are medians of
    triton.testing.do_bench (CUDA events, L2 flushed between repetitions). The backward is timed
@@ -41,6 +43,7 @@ import triton  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.nn.functional import scaled_dot_product_attention as sdpa  # noqa: E402
 
+from nlpcore.kernels import flash_fa3 as fa3  # noqa: E402
 from nlpcore.lab.exercises.triton import check_triton as ct  # noqa: E402
 from nlpcore.kernels import flash_triton as ft  # noqa: E402
 
@@ -124,6 +127,12 @@ def check_full_size(d, n, b, h, causal, seed, heads=2):
         rows[name] = {"ok": verdict.ok, "err": verdict.err, "bound": verdict.bound, "plain_err": plain_err}
     lse_v = ct.compare(o_lse[sl], ref_lse, 1e-3)
     rows["lse"] = {"ok": lse_v.ok, "err": lse_v.err, "bound": lse_v.bound}
+    # FlashAttention-3's forward, same inputs, same bar
+    f_o, f_lse = fa3.forward(q, k, v, causal=causal, fallback=DRY_RUN)
+    verdict = ct.compare(f_o[sl], ref_o, ct.flash_bound(plain_o, ref_o))
+    rows["fa3_o"] = {"ok": verdict.ok, "err": verdict.err, "bound": verdict.bound}
+    lse_v = ct.compare(f_lse[sl], ref_lse, 1e-3)
+    rows["fa3_lse"] = {"ok": lse_v.ok, "err": lse_v.err, "bound": lse_v.bound}
     del q, k, v, do, leaves, o
     torch.cuda.empty_cache()
     return rows
@@ -154,6 +163,12 @@ def bench_one(d, n, b, h, causal, seed):
     o = ft.attention(*leaves, causal=causal)
     record("triton", "bwd", time_ms(lambda: o.backward(do, retain_graph=True), grad_to_none=leaves))
     del o, leaves
+    # our FlashAttention-3 forward (its autograd backward is flash_triton's)
+    record("fa3", "fwd", time_ms(lambda: fa3.forward(q, k, v, causal=causal, fallback=DRY_RUN)))
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    o = fa3.attention(*leaves, causal=causal)
+    record("fa3", "bwd", time_ms(lambda: o.backward(do, retain_graph=True), grad_to_none=leaves))
+    del o, leaves
     # SDPA's backends, same inputs, same method
     for name, backend in BACKENDS.items():
         try:
@@ -177,6 +192,7 @@ def tuned_configs():
     out = {}
     for label, kernel in (("fwd", ft._fwd_kernel), ("dkdv", ft._bwd_dkdv_kernel), ("dq", ft._bwd_dq_kernel)):
         out[label] = {str(key): str(cfg) for key, cfg in kernel.cache.items()}
+    out["fa3"] = {str(key): {"config (BLOCK_N, STAGES)": list(v["config"]), "ms": v["ms"]} for key, v in fa3.TUNED.items()}
     return out
 
 
@@ -224,6 +240,19 @@ def markdown(record):
     return "\n".join(out)
 
 
+def fa3_markdown(record):
+    """bench/FA3.md's table of the FlashAttention-3 forward, from the same record (TFLOP/s)."""
+    out = ["| d | N | causal | FA3 fwd | Triton fwd | flash | cuDNN | FA3 ×cuDNN | FA3 ×flash |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in record["results"]:
+        t = {name: r["fwd"][name].get("tflops") for name in ("fa3", "triton", "flash", "cudnn")}
+        cells = [str(r["d"]), str(r["n"]), "yes" if r["causal"] else "no"]
+        cells += [f"{t[name]:.0f}" if t[name] else "–" for name in t]
+        cells += [f"{t['fa3'] / t[name]:.2f}" if t["fa3"] and t[name] else "–" for name in ("cudnn", "flash")]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for the JSON")
@@ -232,10 +261,12 @@ def main():
     parser.add_argument("--only-sweep", action="store_true", help="stop after the sweep")
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU interpreter")
     parser.add_argument("--markdown", metavar="JSON", help="print TRITON.md's results table from a record")
+    parser.add_argument("--markdown-fa3", metavar="JSON", help="print FA3.md's forward table from a record")
     args = parser.parse_args()
-    if args.markdown:
-        with open(args.markdown) as f:
-            print(markdown(json.load(f)))
+    if args.markdown or args.markdown_fa3:
+        with open(args.markdown or args.markdown_fa3) as f:
+            record = json.load(f)
+        print(markdown(record) if args.markdown else fa3_markdown(record))
         return
     if not torch.cuda.is_available() and not DRY_RUN:
         sys.exit("bench/triton_h200.py needs a CUDA GPU (the interpreter is for tests, not timing)")
@@ -277,7 +308,7 @@ def main():
                 f"{k} {'ok' if r['ok'] else 'FAIL'} {r['err']:.2e}/{r['bound']:.2e}" for k, r in rows.items()))
         result["full_size_checks"] = full
         result["all_checks_pass"] = all(r["status"] == "pass" for r in result["checks"]) and all(
-            r[k]["ok"] for r in full for k in ("o", "lse", "dq", "dk", "dv"))
+            r[k]["ok"] for r in full for k in ("o", "lse", "dq", "dk", "dv", "fa3_o", "fa3_lse"))
         log(f"checks done in {time.time() - t_start:.0f} s; all pass: {result['all_checks_pass']}")
 
     rows = []
@@ -287,9 +318,11 @@ def main():
         row = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, **r}
         for pass_ in ("fwd", "bwd"):
             ours = r[pass_]["triton"].get("tflops")
+            fa3_tf = r[pass_]["fa3"].get("tflops")
             for other in BACKENDS:
                 theirs = r[pass_].get(other, {}).get("tflops")
                 row[f"{pass_}_vs_{other}"] = ours / theirs if ours and theirs else None
+                row[f"fa3_{pass_}_vs_{other}"] = fa3_tf / theirs if fa3_tf and theirs else None
         rows.append(row)
         log(f"d={d} N={n} causal={causal} ({time.time() - t0:.0f} s): " + "  ".join(
             f"{p} " + " ".join(f"{k}={v.get('tflops', float('nan')):.0f}" for k, v in r[p].items())
@@ -299,6 +332,11 @@ def main():
     result["targets"] = {
         "fwd_ge_flash_everywhere": all((r["fwd_vs_flash"] or 0) >= 1.0 for r in rows),
         "bwd_ge_flash_everywhere": all((r["bwd_vs_flash"] or 0) >= 1.0 for r in rows),
+        "fa3_fwd_ge_cudnn_everywhere": all((r["fa3_fwd_vs_cudnn"] or 0) >= 1.0 for r in rows),
+        "fa3_fwd_tflops_d128_n16384_noncausal": next(
+            (r["fwd"]["fa3"].get("tflops") for r in rows if r["d"] == 128 and r["n"] == 16384 and not r["causal"]),
+            None),
+        "fa3_fwd_target_tflops": 620,
     }
     result["seconds"] = time.time() - t_start
     path = os.path.join(args.out, "triton_h200.json")
@@ -320,6 +358,9 @@ def main():
             f"{tf(r, 'fwd', 'cudnn')} {tf(r, 'fwd', 'efficient')} {ratio(r['fwd_vs_flash'])} {ratio(r['fwd_vs_cudnn'])} | "
             f"{tf(r, 'bwd', 'triton'):>9} {tf(r, 'bwd', 'flash')} {tf(r, 'bwd', 'cudnn')} {tf(r, 'bwd', 'efficient')} "
             f"{ratio(r['bwd_vs_flash'])} {ratio(r['bwd_vs_cudnn'])}")
+    for r in rows:
+        log(f"FA3 d={r['d']} N={r['n']} causal={r['causal']}: fwd {tf(r, 'fwd', 'fa3')} TFLOP/s, "
+            f"x cudnn {ratio(r['fa3_fwd_vs_cudnn'])}, x flash {ratio(r['fa3_fwd_vs_flash'])}")
     log(json.dumps(result["targets"]))
     log(f"wrote {path} in {result['seconds']:.0f} s")
 

@@ -212,3 +212,83 @@ def test_tritons_d128_backward_gap_is_the_tables():
     assert len(ratios) == 6, rows
     assert "%.2f–%.2f× cuDNN's backward at d = 128" % (min(ratios), max(ratios)) in text
     assert "sequence length is not in it" not in text
+
+
+# ---- the review's corrections (review-claims.md): numbers that the corrected sentences quote ----------
+
+def _lcm(a: int, b: int) -> int:
+    import math
+    return a * b // math.gcd(a, b)
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_the_query_outer_break_even_is_where_the_counts_cross(d):
+    """io_model.q_outer_break_even is where the closed forms' two forward orders cross: 5 % below it
+    query-outer moves more, 5 % above it less (N a multiple of both blocks, so no ragged tiles)."""
+    _, bc = io_model.block_sizes(hardware.A100_SRAM_FP16_ELEMENTS, d)
+    star = io_model.q_outer_break_even(d, bc)
+    assert abs(star / bc - 2 * d / (3 * d + 4.0)) < 1e-12  # ≈ ⅔·Bc with dv = d
+    for br, more in ((int(star * 0.95), True), (int(star * 1.05) + 1, False)):
+        n = _lcm(br, bc)
+        n *= -(-8192 // n)
+        q = io_model.flash_accesses_for_blocks(n, n, d, br, bc, loop_order="q_outer")
+        kv = io_model.flash_accesses_for_blocks(n, n, d, br, bc)
+        assert (q > kv) == more, (d, br, bc, n, q, kv)
+
+
+def test_algorithm_1s_blocks_fall_on_both_sides_of_the_break_even():
+    """The corrected q-outer-traffic claim: at the paper's M, d = 64 is on the "more" side and d = 128
+    on the "less" side (review row 30: 0.94× at N = 1024)."""
+    numbers = viz.page_numbers()
+    m = hardware.A100_SRAM_FP16_ELEMENTS
+    assert (numbers["qouter_64_br"], numbers["qouter_64_bc"]) == io_model.block_sizes(m, 64) == (64, 384)
+    assert (numbers["qouter_128_br"], numbers["qouter_128_bc"]) == io_model.block_sizes(m, 128) == (128, 192)
+    assert numbers["qouter_64_break_even"] == "%.0f" % io_model.q_outer_break_even(64, 384) == "251"
+    assert numbers["qouter_128_break_even"] == "%.0f" % io_model.q_outer_break_even(128, 192) == "127"
+    for n in lessons.QOUTER_NS:
+        assert float(numbers["qouter_64_%d_ratio" % n]) > 1 > float(numbers["qouter_128_%d_ratio" % n])
+    assert numbers["qouter_128_1024_ratio"] == "0.94"
+    text = claims.BY_ID["q-outer-traffic"].text
+    for key in ("qouter_64_br", "qouter_64_bc", "qouter_128_br", "qouter_128_bc", "qouter_128_1024_ratio"):
+        assert "{{page.%s}}" % key in text
+
+
+def test_the_fa2_cells_square_block_row_says_it_cannot_be_a_kernel():
+    """At the paper's M, d = 64, square blocks are 384×384: their fp32 scores overflow an SM's registers."""
+    text = "\n".join(lessons.cell_fa2({"n": 4096, "d": 64, "gpu": "A100"})["lines"])
+    assert 384 * 384 * 4 > hardware.GPUS["A100"].registers_per_sm * 4
+    assert "a bound, not a kernel" in text and "stay in registers" not in text
+    assert "break-even of %.1f (moves more)" % io_model.q_outer_break_even(64, 384) in text
+    assert "(moves less)" in "\n".join(lessons.cell_fa2({"n": 1024, "d": 128, "gpu": "A100"})["lines"])
+
+
+def test_a_non_matmul_flop_costs_what_fa2_states():
+    """FA2 Sec. 3.1: "each non-matmul FLOP is 16× more expensive" = 312 / 19.5 TFLOP/s (datasheet)."""
+    assert viz.page_numbers()["a100_nonmatmul_cost"] == "16"
+    assert "16×" in claims.BY_ID["fa2-nonmatmul-cost"].quote
+
+
+def test_statuses_fit_what_the_source_does():
+    """A remark, a cited figure, a datasheet ratio, a design choice or an attribution is marked
+    basis="stated" (status "demonstrated", one of DESIGN.md's five) and shown as "stated in the
+    source"; the unnormalised accumulator is credited to Rabe & Staats."""
+    assert claims.STATUSES == ("proved", "demonstrated", "measured here", "modelled here", "ours")
+    for cid in ("fa-typical-m", "fa-a100-memory", "fa2-nonmatmul-cost", "fa2-blocks", "fa2-unscaled-credit"):
+        assert (claims.BY_ID[cid].status, claims.BY_ID[cid].basis) == ("demonstrated", "stated"), cid
+        assert 'data-basis="stated"' in claims.render(claims.BY_ID[cid])
+    assert "stated in the source" in claims.ledger_rows()
+    bad = claims.BY_ID["fa-typical-m"]._replace(status="proved")
+    assert any("basis 'stated'" in p for p in claims.problems(bad))
+    assert claims.BY_ID["fa2-unscaled-credit"].source == "arXiv:2112.05682"
+    assert "Jia" in claims.BY_ID["fa-a100-memory"].locator
+
+
+def test_the_io_h200_note_quotes_the_models_distance_to_the_paper():
+    """bench/IO_H200.md: our baseline model against the paper's 40.3 GB, as figure2() computes it."""
+    import math
+    fig = io_model.figure2()
+    pct = 100.0 * (fig["baseline_standard_gb"] / fig["paper_standard_gb"] - 1)
+    text = (ROOT / "bench" / "IO_H200.md").read_text(encoding="utf-8")
+    assert "(+%.1f %%)" % pct in text
+    assert "within %.1f %% of it" % (math.ceil(pct * 10) / 10) in text
+    assert "_size_class" not in text and "_size_class" not in (ROOT / "bench" / "TRITON.md").read_text()

@@ -9,7 +9,8 @@ Which "SRAM" is meant matters, because the paper's M and what a kernel may use d
   of combined shared memory and L1 data cache"). The paper makes no HBM count of its own with
   any M; its working value in Sec. 3.2 is "M (around 100KB)". Our IO model's Figure 2 recount
   (a model under stated assumptions, :func:`nlpcore.kernels.io_model.figure2`) takes the
-  192 KB as M (:data:`A100_SRAM_BYTES`) — our choice, the largest M the paper names.
+  192 KB as M (:data:`A100_SRAM_BYTES`) — our choice, the paper's per-SM figure (its Fig. 1
+  also names 20 MB of SRAM in all).
 - **What one kernel gets.** Of those 192 KB, at most 164 KB per SM can be configured as shared
   memory, and one thread block may use at most 163 KB of it (CUDA C++ Programming Guide,
   "Technical Specifications per Compute Capability", compute capability 8.0). A real kernel's

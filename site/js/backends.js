@@ -9,9 +9,17 @@ export const TRITON_BACKENDS = [
   {key: "efficient", label: "SDPA efficient", color: "#b3261e"},
 ];
 
+// Kernels of this lab that the performance page shows beside them but the Triton exercise does
+// not: FlashAttention-3's forward (Episode 5). Its "bwd" entry in the record is flash_triton's
+// backward run on its saved output, so it is charted for the forward only.
+export const OTHER_BACKENDS = [
+  {key: "fa3", label: "this lab's FlashAttention-3 (Gluon)", color: "#6b3fa0", forwardOnly: true},
+];
+
 const UNKNOWN = "#5b6475";
 
 /* {label, color} of a backend key; an unknown key keeps its name and gets a neutral grey. */
 export function tritonBackend(key) {
-  return TRITON_BACKENDS.find((b) => b.key === key) || {key, label: `SDPA ${key}`, color: UNKNOWN};
+  return TRITON_BACKENDS.find((b) => b.key === key) || OTHER_BACKENDS.find((b) => b.key === key) ||
+      {key, label: `SDPA ${key}`, color: UNKNOWN};
 }

@@ -29,9 +29,10 @@ BROWSER_LAYERS = (
 
 # Native layers, above every browser layer: torch and triton.
 NATIVE_LAYERS = (
-    ("dropout_triton", "split_k_triton", "triton_tuning"),  # the hash in registers; Flash-Decoding; tile sizes
+    ("dropout_triton", "split_k_triton", "triton_tuning", "flash_fa3_gluon"),  # the hash in registers; Flash-Decoding; tile sizes; FlashAttention-3's Hopper kernel (Gluon)
     ("flash_triton_bwd",),  # the backward kernels
     ("flash_triton",),  # the forward kernel and the wrappers (forward, backward, attention)
+    ("flash_fa3",),  # FlashAttention-3's wrapper (falls back to flash_triton)
 )
 # The Triton exercise's grader, check_triton, lives in its exercise folder
 # (nlpcore.lab.exercises.triton.check_triton), not here.

@@ -20,8 +20,10 @@ Loop order (a documented choice, ``loop_order=``):
   step. This is the order whose IO the paper analyses (Theorem 2: Θ(N²d²/M)).
 - ``"q_outer"`` is FlashAttention-2's order (Dao 2023): each query tile stays in SRAM while
   all key tiles stream past, so O is written once. Same arithmetic; the traffic moves from
-  re-reading Q and O once per key tile to re-reading K and V once per query tile, which is more
-  with Algorithm 1's short query tiles (Br = min(Bc, d)) and less only when Br ≈ Bc
+  re-reading Q and O (and writing O) once per key tile, ≈ 3N²d/Bc elements, to re-reading K and
+  V once per query tile, ≈ 2N²d/Br, so query-outer moves more when Br < ⅔·Bc
+  (``io_model.q_outer_break_even``). At the paper's M, Algorithm 1's blocks put d = 64 on the
+  "more" side (Br = 64, Bc = 384) and d = 128 just on the "less" side (Br = 128, Bc = 192)
   (``io_model.flash_accesses(..., loop_order=)``; bench/results/io_claim.json, "flash2_bytes").
 
 Backward (the paper's Algorithm 4, with FlashAttention-2's precomputed D): P is *recomputed*

@@ -51,9 +51,9 @@ Implementation choices, each named where it appears:
 Tensors are ``(B, H, N, d)`` with d in {16, 32, 64, 128}. Runs natively on an NVIDIA GPU and,
 with ``TRITON_INTERPRET=1`` set before triton is imported, on the CPU through Triton's
 interpreter (slow, but exact enough to test the same code; bfloat16 is refused there).
-On an H200 (bench/results/triton_h200.json, bench/TRITON.md) the forward runs at 1.28-1.66x
-SDPA's FLASH_ATTENTION backend and 0.75-0.97x its cuDNN backend, the backward at 1.31-1.55x
-and 0.74-0.95x.
+On an H200 (bench/results/triton_h200.json, bench/TRITON.md) the forward runs at 1.28-1.64x
+SDPA's FLASH_ATTENTION backend and 0.75-0.97x its cuDNN backend, the backward at 1.32-1.50x
+and 0.75-0.92x.
 
 Where the rest lives: the backward kernels in ``flash_triton_bwd``, the autotuning space and
 tensor descriptors in ``triton_tuning``, the dropout hash in ``dropout_triton``; this module

@@ -53,6 +53,15 @@ FlashAttention forward, Q outer (FlashAttention-2's order; ``loop_order="q_outer
     per query tile i: read Q_i; write O_i, lse_i   Nq·(d + dv + 1) in all
     per visited pair (i, j): read K_j, V_j         Σ over visited pairs of cols_j·(d + dv)
 
+Which order moves less? Without a mask and for N ≫ the blocks, the pair terms dominate:
+query-outer reads K and V once per query tile, ≈ N²·(d + dv)/Br elements; key/value-outer
+reads and writes Q_i, O_i, m_i, ℓ_i once per key tile, ≈ N²·(d + 2dv + 4)/Bc. They are equal at
+Br* = Bc·(d + dv)/(d + 2dv + 4) (:func:`q_outer_break_even`; ≈ ⅔·Bc when dv = d), and
+query-outer moves more when Br < Br*. Algorithm 1's rule (Br = min(Bc, d)) gives Br < Bc only
+when M > 4d², so which order wins depends on d: at M = 98304 elements, d = 64 gives
+Br = 64, Bc = 384 (Br* ≈ 251: query-outer moves more) and d = 128 gives Br = 128, Bc = 192
+(Br* ≈ 127: query-outer moves slightly less).
+
 FlashAttention backward (K/V outer, recomputation; the paper's Algorithm 4 with the
 FlashAttention-2 precomputation D = rowsum(dO ∘ O))::
 
@@ -251,6 +260,16 @@ def flash_accesses_for_blocks(
     return sum(flash_io(n_q, n_k, d, br, bc, backward=backward, dv=dv, causal=causal, loop_order=loop_order))
 
 
+def q_outer_break_even(d: int, bc: int, *, dv: Optional[int] = None) -> float:
+    """Br* = Bc·(d + dv)/(d + 2dv + 4): the query-block height at which the query-outer forward
+    moves as many HBM elements as the key/value-outer forward with key blocks of ``bc`` (leading
+    terms in N, no mask; module docstring). Query-outer moves more when Br < Br*."""
+    d = positive_int(d, "d")
+    bc = positive_int(bc, "bc")
+    dv = d if dv is None else positive_int(dv, "dv")
+    return bc * (d + dv) / float(d + 2 * dv + 4)
+
+
 def flash_io(
     n_q: int,
     n_k: int,
@@ -350,7 +369,8 @@ def figure2(sram_bytes: int = hardware.A100_SRAM_BYTES, dtype_bytes: int = hardw
       under the paper's 40.3, because the paper's baseline did more than Algorithm 0.
     - *A model of the baseline* (``baseline_standard_gb``, ``baseline_flash_gb``), under stated
       assumptions: GPT-2 training adds a causal mask (here a bias add) and dropout (here with a
-      1-byte keep-mask); the paper names neither. Counted pass by pass (:func:`baseline_passes`: the bias add
+      1-byte keep-mask); Figure 2 names neither (Figure 1 shows mask and dropout kernels in
+      PyTorch's GPT-2 attention, not how they ran). Counted pass by pass (:func:`baseline_passes`: the bias add
       reads and writes S; dropout reads P and writes P̃ and a 1-byte keep-mask; its backward reads
       dP̃ and the mask and writes dP), standard attention makes 17 N×N passes of 2 bytes and two
       of 1 byte: 18 N×N-equivalents, 38.7 GB, plus 2.1 GB of N·d terms ≈ 40.8 GB against the
@@ -432,7 +452,7 @@ def format_figure2(result: Optional[dict] = None) -> str:
             "FlashAttention", r["flash_gb"], r["baseline_flash_gb"], r["paper_flash_gb"]),
         "{:<16}{:>15.1f}x{:>17.1f}x{:>11.1f}x".format("ratio", r["ratio"], r["baseline_ratio"], r["paper_ratio"]),
         "as baseline = our model of GPT-2 training's attention (assumed: mask as a bias add, dropout with a "
-        "1-byte keep-mask; the paper names neither), extra N×N passes counted one by one, FlashAttention's "
+        "1-byte keep-mask; Figure 2 names neither), extra N×N passes counted one by one, FlashAttention's "
         "fused into its tiles; agreement with the paper is a fit, not evidence",
     ]
     return "\n".join(lines)

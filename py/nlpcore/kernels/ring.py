@@ -14,8 +14,9 @@ than one Q shard and one or two K/V shards::
     send K_t, V_t to device r + 1                                  (not after the last step)
 
 A real ring overlaps each send with the step's compute, which hides the send only when a
-block of c tokens per device computes at least as long as it takes to send (c ≥ F/B: Liu et
-al., Sec. 3; :func:`nlpcore.hardware.ring_min_block`). This simulator runs the steps one after
+block of c tokens computes at least as long as it takes to send (c ≥ F/B: Liu et al., Sec. 3;
+:func:`nlpcore.hardware.ring_min_block`; their Table 2 calls this the minimal block and asks for
+a sequence of 6c per device). This simulator runs the steps one after
 another and counts, it does not time.
 
 The order in which device r meets the shards (r, r−1, r−2, ...) differs from device to

@@ -222,7 +222,7 @@ def plan(
     bc: Optional[int] = None,
     ks: Optional[int] = None,
     max_block: int = MAX_BLOCK,
-    tier: str = "portable",
+    tier: Optional[str] = None,
 ) -> TilePlan:
     """Choose Br, KS and Bc so the workgroup arrays fit in ``storage_limit`` bytes.
 
@@ -242,7 +242,8 @@ def plan(
             row with zeros: for tests of the wide-row path), or None for the fewest.
         max_block: largest Bc considered when choosing.
         tier: ``"portable"``, ``"subgroup"`` (no s_part) or ``"f16"`` (dtype_bytes 2); the int8
-            tier has its own rule, :func:`plan_int8`.
+            tier has its own rule, :func:`plan_int8`. None (the default) follows ``dtype_bytes``:
+            ``"f16"`` for 2, ``"portable"`` for 4.
 
     Returns:
         A :class:`TilePlan` with ``bytes_used <= storage_limit`` and ``workgroup_size <= 256``.
@@ -257,6 +258,8 @@ def plan(
     dtype_bytes = positive_int(dtype_bytes, "dtype_bytes")
     if dtype_bytes not in _DTYPE_BYTES:
         raise ValueError("dtype_bytes must be 2 (float16) or 4 (float32), got {}".format(dtype_bytes))
+    if tier is None:
+        tier = "f16" if dtype_bytes == 2 else "portable"
     if tier not in ("portable", "subgroup", "f16"):
         raise ValueError("tier must be 'portable', 'subgroup' or 'f16' (plan_int8 plans 'int8'), got {!r}".format(tier))
     if tier == "f16" and dtype_bytes != 2:

@@ -32,8 +32,10 @@ CELL_LIMITS = {
 FP16_BYTES = hardware.FP16_BYTES
 FP32_BYTES = 4
 LINK_CHOICES = ("NVLink", "PCIe")
-# The loop-order comparison quoted in prose: the paper's M and d = 64, as bench/io_claim.py records.
+# The loop-order comparison quoted in prose: the paper's M and d = 64, as bench/io_claim.py records,
+# and d = 128, where Algorithm 1's rule gives blocks on the other side of the break-even.
 QOUTER_D = 64
+QOUTER_DS = (64, 128)
 QOUTER_NS = (1024, 16384)
 # Episode 2's qualification of "M well over 3d²": the guided lab's small-M setting.
 SMALL_M_N, SMALL_M_D = 256, 64
@@ -60,11 +62,13 @@ def output_update_ops(br: int, d: int, tiles: int) -> Dict[str, int]:
     return {"fa1": 4 * br * d * tiles, "fa2": 2 * br * d * tiles + br * d}
 
 
-def loop_order_bytes(n: int, d: int, sram: int) -> Dict[str, int]:
+def loop_order_bytes(n: int, d: int, sram: int) -> Dict[str, Any]:
     """Forward HBM bytes (fp16) of one head for K/V outer and Q outer with the paper's blocks
-    (Algorithm 1: Br = min(Bc, d)), and Q outer with square blocks Br = Bc."""
+    (Algorithm 1: Br = min(Bc, d)), and Q outer with square blocks Br = Bc; ``break_even`` is the
+    query-block height below which Q outer moves more (``io_model.q_outer_break_even``)."""
     br, bc = io_model.block_sizes(sram, d)
     return {
+        "break_even": io_model.q_outer_break_even(d, bc),
         "kv_outer": FP16_BYTES * io_model.flash_accesses(n, n, d, sram),
         "q_outer": FP16_BYTES * io_model.flash_accesses(n, n, d, sram, loop_order="q_outer"),
         "q_outer_square": FP16_BYTES * io_model.flash_accesses_for_blocks(n, n, d, bc, bc, loop_order="q_outer"),
@@ -85,6 +89,7 @@ def cell_fa2(params: dict) -> dict:
     tc, tr = -(-n // bc), -(-n // br)
     ops = output_update_ops(br, d, tc)
     fa1_blocks, fa2_blocks = bh, bh * tr  # thread blocks launched: per (batch, head); per row block too
+    score_tile, regs = bc * bc * FP32_BYTES, gpu.registers_per_sm * 4  # square blocks' scores; register file
     split_k = warps * br * d * FP32_BYTES * 2  # each warp writes its partial O to shared memory; all are read back
     lines = [
         "N={} d={} M={} (paper's rule: Br={}, Bc={}; Tr={}, Tc={}), batch·heads={}, {}".format(
@@ -113,17 +118,24 @@ def cell_fa2(params: dict) -> dict:
             br, traffic["q_outer"], traffic["q_outer"] / float(traffic["kv_outer"])),
         "   Q outer, square blocks (Br = Bc = {}):     {:>14,}  ({:.2f}x K/V outer)".format(
             bc, traffic["q_outer_square"], traffic["q_outer_square"] / float(traffic["kv_outer"])),
-        "   (square blocks: the Q, K, V, O tiles fill M and the Br×Bc scores stay in registers, as in FA2)",
-        "   Q outer reads all of K and V once per query block (Tr times); K/V outer re-reads Q and O",
-        "   once per key block (Tc times). With Br < Bc, Tr > Tc, so Q outer moves more unless its",
-        "   query blocks are as tall as the key blocks.",
+        "   (square blocks: the Q, K, V, O tiles fill M; their {}×{} fp32 score tile is {:,} bytes,".format(
+            bc, bc, score_tile),
+        "   {} the {:,} bytes of registers of one {} SM,".format(
+            "more than" if score_tile > regs else "within", regs, gpu.name),
+        "   {}FA2 uses blocks of 64-128 rows)".format(
+            "so this row is a bound, not a kernel; " if score_tile > regs else ""),
+        "   Q outer reads all of K and V once per query block (Tr times, ≈ 2N²d/Br elements); K/V outer",
+        "   re-reads Q and O and writes O once per key block (Tc times, ≈ 3N²d/Bc). Q outer moves more",
+        "   when 2/Br > 3/Bc, i.e. Br < ⅔·Bc (exactly Bc·2d/(3d+4), counting m and ℓ too):",
+        "   here Br = {} against a break-even of {:.1f}{}.".format(
+            br, traffic["break_even"], " (moves more)" if br < traffic["break_even"] else " (moves less)"),
     ]
     return {"lines": lines, "ops": ops, "blocks": {"fa1": fa1_blocks, "fa2": fa2_blocks},
             "split_k_bytes": split_k, "traffic": traffic}
 
 
 def ring_step(gpu: str, link: str, c: int, d: int) -> Dict[str, float]:
-    """One ring step of ``c`` tokens per device: compute seconds (4·d·c² FLOPs at the fp16
+    """One ring step over a block of ``c`` tokens: compute seconds (4·d·c² FLOPs at the fp16
     peak) and transfer seconds (K and V blocks, 4·c·d bytes, over one direction of ``link``)."""
     flops = 4.0 * d * c * c
     return {"compute_s": flops / hardware.GPUS[gpu].fp16_flops,
@@ -143,13 +155,14 @@ def cell_ring(params: dict) -> dict:
         "{} over {}: {:g} TFLOP/s fp16 peak, {:g} GB/s one way ({:g} GB/s both ways, datasheet)".format(
             hardware.GPUS[gpu].name, link, hardware.GPUS[gpu].fp16_flops / 1e12,
             hardware.link_bytes_per_s(gpu, link) / 1e9, hardware.LINKS[gpu][link] / 1e9),
-        "block of c = {:,} tokens per device, d = {}:".format(c, d),
+        "a block of c = {:,} tokens, d = {}:".format(c, d),
         "  compute 4·d·c² = {:.3g} FLOPs  -> {:8.2f} µs".format(4.0 * d * c * c, step["compute_s"] * 1e6),
         "  send K and V, 4·c·d bytes = {:,}  -> {:8.2f} µs".format(4 * c * d, step["transfer_s"] * 1e6),
         "  {}".format("compute hides the transfer: the ring costs no extra time" if hidden else
                       "the transfer takes longer: every step waits {:.2f} µs for the link".format(
                           (step["transfer_s"] - step["compute_s"]) * 1e6)),
-        "overlap needs c ≥ F/B = {:,} tokens per device here (d cancels); Ring Attention's Table 2: A100 + NVLink ≈ 1.0K".format(need),
+        "overlap needs c ≥ F/B = {:,} tokens in a block here (d cancels); Ring Attention's Table 2:".format(need),
+        "A100 + NVLink minimal block 1.0K (and 6c ≈ 6.2K as the minimal sequence length per device)",
     ]
     return {"lines": lines, "compute_s": step["compute_s"], "transfer_s": step["transfer_s"],
             "hidden": hidden, "min_block": need}
@@ -158,19 +171,28 @@ def cell_ring(params: dict) -> dict:
 def page_numbers() -> dict:
     """Numbers for the FlashAttention-2 and ring prose: ``qouter_<n>_kv_mb``, ``qouter_<n>_q_mb``
     (forward + backward MB at the paper's M, d = 64, as bench/results/io_claim.json records them),
+    Algorithm 1's blocks and the break-even query-block height at d = 64 and 128
+    (``qouter_<d>_br``, ``_bc``, ``_break_even``) with the Q-outer / K/V-outer ratio
+    (``qouter_<d>_<n>_ratio``), the A100's cost of a non-matmul FLOP in matmul FLOPs,
     the per-tile output-update counts at that M, and the ring's minimum blocks (also in
     ``hardware.as_dict``)."""
     m = hardware.A100_SRAM_FP16_ELEMENTS
     out = {"qouter_m": m, "qouter_d": QOUTER_D}
-    for n in QOUTER_NS:
-        backward = io_model.flash_accesses(n, n, QOUTER_D, m, backward=True)
-        kv = (io_model.flash_accesses(n, n, QOUTER_D, m) + backward) * FP16_BYTES
-        q = (io_model.flash_accesses(n, n, QOUTER_D, m, loop_order="q_outer") + backward) * FP16_BYTES
-        out.update({"qouter_%d_kv_mb" % n: "%.2f" % (kv / 1e6), "qouter_%d_q_mb" % n: "%.2f" % (q / 1e6),
-                    "qouter_%d_kv_gb" % n: "%.2f" % (kv / 1e9), "qouter_%d_q_gb" % n: "%.2f" % (q / 1e9),
-                    "qouter_%d_ratio" % n: "%.2f" % (q / float(kv))})
-    br, bc = io_model.block_sizes(m, QOUTER_D)
-    out.update({"qouter_br": br, "qouter_bc": bc})
+    for d in QOUTER_DS:
+        br, bc = io_model.block_sizes(m, d)
+        out.update({"qouter_%d_br" % d: br, "qouter_%d_bc" % d: bc,
+                    "qouter_%d_break_even" % d: "%.0f" % io_model.q_outer_break_even(d, bc)})
+        for n in QOUTER_NS:
+            backward = io_model.flash_accesses(n, n, d, m, backward=True)
+            kv = (io_model.flash_accesses(n, n, d, m) + backward) * FP16_BYTES
+            q = (io_model.flash_accesses(n, n, d, m, loop_order="q_outer") + backward) * FP16_BYTES
+            out["qouter_%d_%d_ratio" % (d, n)] = "%.2f" % (q / float(kv))
+            if d == QOUTER_D:  # the d of bench/results/io_claim.json
+                out.update({"qouter_%d_kv_mb" % n: "%.2f" % (kv / 1e6), "qouter_%d_q_mb" % n: "%.2f" % (q / 1e6),
+                            "qouter_%d_kv_gb" % n: "%.2f" % (kv / 1e9), "qouter_%d_q_gb" % n: "%.2f" % (q / 1e9),
+                            "qouter_%d_ratio" % n: "%.2f" % (q / float(kv))})
+    a100 = hardware.GPUS["A100"]
+    out["a100_nonmatmul_cost"] = "%g" % (a100.fp16_flops / a100.fp32_flops)  # FA2 Sec. 3.1: "16×"
     win = smallest_winning_m(SMALL_M_N, SMALL_M_D)
     out.update({"smallm_n": SMALL_M_N, "smallm_d": SMALL_M_D, "smallm_m": win,
                 "smallm_over_3d2": "%.2f" % (win / (3.0 * SMALL_M_D ** 2))})

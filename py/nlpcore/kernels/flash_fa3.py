@@ -1,0 +1,209 @@
+"""FlashAttention-3's forward on a Hopper GPU, with the portable Triton kernel as the fallback.
+
+    O = softmax(scale · Q Kᵀ) V,   lse_i = log Σ_j exp(scale · q_i · k_j)
+
+The kernel (``flash_fa3_gluon``, written in Gluon) is FlashAttention-3's forward (Shah et al.
+2024, arXiv:2407.08608): a producer warp streams K and V through a ring of shared-memory slots
+with TMA, two consumer warpgroups ping-pong on the tensor cores, and each overlaps its softmax
+with its next products. It runs on compute capability 9.x (H100, H200) for fp16/bf16 inputs
+with d ∈ {64, 128}; everywhere else ``forward`` calls ``flash_triton.forward`` (the portable
+port, which also runs under the CPU interpreter) and ``why_not_fa3`` says why.
+
+Usage::
+
+    o, lse = forward(q, k, v, causal=False)          # (B, H, N, d) each; o (B, H, N, d), lse (B, H, N)
+    forward(q, k, v, warp_spec=False)                 # the ablations of bench/fa3_h200.py
+    o = attention(q, k, v, causal=True)               # autograd: this forward, flash_triton's backward
+
+This module has a forward only: ``attention``'s backward is ``flash_triton.backward`` on the
+(o, lse) this forward saved (FA3's backward, §3 of the paper, is not ported).
+
+Dependency rule: needs torch and triton (≥ 3.6 with Gluon for the Hopper kernel); nothing else
+in ``nlpcore`` imports it, and the Gluon module is imported only when the kernel is launched.
+"""
+
+from __future__ import annotations
+
+import math
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - exercised only where torch is absent
+    raise ImportError(
+        "nlpcore.kernels.flash_fa3 needs PyTorch and Triton (missing: torch). "
+        "Install them with: pip install -e '.[triton]'."
+    ) from exc
+
+__all__ = ["forward", "attention", "why_not_fa3", "FA3_HEAD_DIMS", "FA3_DTYPES"]
+
+FA3_HEAD_DIMS = (64, 128)  # head dims the Hopper kernel is built for
+FA3_DTYPES = (torch.float16, torch.bfloat16)
+BLOCK_M = 128  # query rows per program: two consumer warpgroups of 64
+LOG2E = 1.4426950408889634  # log2(e): the kernel's exponentials are base 2
+
+
+def _check(q, k, v):
+    """Refuse inputs no attention kernel could take; messages name the argument."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of shape (B, H, N, d), got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must have shape (B, H, N, d), got {tuple(t.shape)} ({t.dim()} dims)")
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype}, expected q's dtype {q.dtype}")
+        if t.device != q.device:
+            raise ValueError(f"{name} is on {t.device}, expected q's device {q.device}")
+    if k.shape != v.shape:
+        raise ValueError(f"v must have k's shape {tuple(k.shape)}, got {tuple(v.shape)}")
+    if q.shape[:2] != k.shape[:2] or q.shape[3] != k.shape[3]:
+        raise ValueError(f"k must have shape (B, H, Nk, d) = ({q.shape[0]}, {q.shape[1]}, Nk, {q.shape[3]}) "
+                         f"to match q {tuple(q.shape)}, got {tuple(k.shape)}")
+    if q.shape[2] == 0 or k.shape[2] == 0:
+        raise ValueError(f"N must be positive, got q {tuple(q.shape)}, k {tuple(k.shape)}")
+
+
+def why_not_fa3(q, k, v):
+    """None if the Hopper kernel can run on these inputs, else the reason it cannot."""
+    if not q.is_cuda:
+        return f"tensors are on {q.device}, the FlashAttention-3 kernel needs a CUDA GPU"
+    major, minor = torch.cuda.get_device_capability(q.device)
+    if major != 9:
+        return f"compute capability {major}.{minor}: the kernel uses Hopper's wgmma and setmaxnreg (9.x only)"
+    if q.dtype not in FA3_DTYPES:
+        return f"dtype {q.dtype}: the kernel is built for float16 and bfloat16"
+    if q.shape[3] not in FA3_HEAD_DIMS:
+        return f"head dim {q.shape[3]}: the kernel is built for d in {FA3_HEAD_DIMS}"
+    if q.shape[2] != k.shape[2]:
+        return f"Nq = {q.shape[2]} != Nk = {k.shape[2]}: the kernel takes one sequence length"
+    try:
+        from triton.experimental import gluon  # noqa: F401
+        from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma  # noqa: F401
+    except ImportError as exc:
+        return f"this Triton has no Gluon Hopper API ({exc}); Triton >= 3.6 is needed"
+    return None
+
+
+def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True, overlap=True,
+            persistent=None, fallback=True):
+    """FlashAttention-3 forward.
+
+    Args:
+      q, k, v: (B, H, N, d) tensors on one device, one dtype.
+      causal: query i attends key j iff j <= i (top-left aligned, as SDPA's ``is_causal``).
+      scale: score scale, default 1/sqrt(d).
+      warp_spec, pingpong, overlap: FlashAttention-3's three techniques, each switchable for
+        ablations (``pingpong`` needs ``warp_spec``: it alternates two consumer warpgroups).
+      persistent: with ``warp_spec``, launch one program per SM, each looping over work items
+        (its ring and barriers carry on, so one item's loads overlap the last one's epilogue);
+        False: one program per work item of 128 query rows. None (default): persistent when not
+        causal — on the H200 (bench/results/fa3_h200_persistent.json) it gained up to 18% at
+        N = 1024 and never lost more than 1.5% without a mask, but its static round-robin of
+        causal items (whose costs differ) lost 30% at N = 16384, where the hardware's own
+        scheduling of one program per item balances the load.
+      fallback: where the Hopper kernel cannot run (``why_not_fa3``), call the portable
+        ``flash_triton.forward``; with False, raise instead.
+
+    Returns:
+      o: (B, H, N, d), q's dtype;  lse: (B, H, N) float32, natural log. Every row has key 0
+      to attend to (no padding mask; causal is top-left aligned), so no row is empty.
+    """
+    _check(q, k, v)
+    if pingpong and not warp_spec:
+        raise ValueError("pingpong=True needs warp_spec=True: the ping-pong alternates two consumer "
+                         "warpgroups, which exist only with a producer warp")
+    reason = why_not_fa3(q, k, v)
+    if reason is not None:
+        if not fallback:
+            raise RuntimeError(f"the FlashAttention-3 kernel cannot run here: {reason}")
+        from . import flash_triton
+
+        return flash_triton.forward(q, k, v, causal=causal, scale=scale)
+    if persistent is None:
+        persistent = not causal
+    return _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap, bool(persistent and warp_spec))
+
+
+_SMS = {}
+
+
+def _sm_count(device):
+    if device not in _SMS:
+        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _SMS[device]
+
+
+# The (BLOCK_N, STAGES) chosen per key (head dim, dtype, causal, flags, log2 N): the first call
+# with a new key times each of flash_fa3_gluon.candidates once and keeps the fastest.
+TUNED = {}
+TUNE = True  # False: always the first candidate (flash_fa3_gluon.config)
+
+
+def _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent):
+    from . import flash_fa3_gluon as kern
+
+    d, n = q.shape[3], q.shape[2]
+    key = (d, str(q.dtype), bool(causal), bool(warp_spec), bool(pingpong), bool(overlap), bool(persistent),
+           n.bit_length())
+    cands = kern.candidates(d, warp_spec)
+    if key not in TUNED:
+        if not TUNE or len(cands) == 1:
+            TUNED[key] = {"config": cands[0], "ms": None}
+        else:
+            import triton
+
+            ms = [triton.testing.do_bench(
+                lambda c=c: _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, *c),
+                warmup=5, rep=20) for c in cands]
+            TUNED[key] = {"config": cands[ms.index(min(ms))], "ms": dict(zip(map(str, cands), ms))}
+    return _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, *TUNED[key]["config"])
+
+
+def _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, block_n, stages):
+    import triton
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from . import flash_fa3_gluon as kern
+
+    B, H, N, d = q.shape
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    q3, k3, v3 = (t.contiguous().reshape(B * H, N, d) for t in (q, k, v))  # (B·H, N, d)
+    o3 = torch.empty_like(q3)
+    lse = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
+    dtype_name = "bf16" if q.dtype == torch.bfloat16 else "fp16"
+    (q_block, q_layout), (kv_block, kv_layout) = kern.layouts(d, dtype_name, warp_spec, block_n)
+    q_desc = TensorDescriptor.from_tensor(q3, q_block, q_layout)
+    o_desc = TensorDescriptor.from_tensor(o3, q_block, q_layout)
+    k_desc = TensorDescriptor.from_tensor(k3, kv_block, kv_layout)
+    v_desc = TensorDescriptor.from_tensor(v3, kv_block, kv_layout)
+    n_items = triton.cdiv(N, BLOCK_M) * B * H  # work items: 128 query rows of one head
+    grid = (min(n_items, _sm_count(q.device)) if persistent else n_items,)
+    kern.fa3_fwd_kernel[grid](
+        q_desc, k_desc, v_desc, o_desc, lse, N, B * H, scale * LOG2E,
+        HEAD_DIM=d, BLOCK_N=block_n, STAGES=stages, CAUSAL=bool(causal), WARP_SPEC=bool(warp_spec),
+        PINGPONG=bool(pingpong), OVERLAP=bool(overlap), num_warps=4 if warp_spec else 8)
+    return o3.reshape(B, H, N, d), lse
+
+
+class _Attention(torch.autograd.Function):
+    """This module's forward; the backward of the portable port, from the saved (o, lse)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale):
+        o, lse = forward(q, k, v, causal=causal, scale=scale)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.scale = causal, scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        from . import flash_triton
+
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = flash_triton.backward(q, k, v, o, lse, do.contiguous(), causal=ctx.causal, scale=ctx.scale)
+        return dq, dk, dv, None, None
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """O = softmax(scale · Q Kᵀ) V for torch.autograd: (B, H, N, d) in, (B, H, N, d) out; the
+    forward is FlashAttention-3's (or the fallback), the backward ``flash_triton.backward``."""
+    return _Attention.apply(q, k, v, causal, scale)

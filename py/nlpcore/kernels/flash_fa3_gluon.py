@@ -1,0 +1,406 @@
+"""FlashAttention-3's forward on Hopper, in Gluon: the kernel itself (host side: ``flash_fa3``).
+
+What you will learn here: how FlashAttention-3 (Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao,
+2024, arXiv:2407.08608) keeps an H100/H200 busy, written out in Triton's Gluon dialect, where
+the programmer — not the compiler — places every copy, barrier and matrix product.
+
+Why FlashAttention-2's loop leaves Hopper partly idle (FA3 §3.1): the tensor cores multiply at
+roughly 256× the rate at which the special-function units evaluate ``exp`` (989 TFLOP/s of
+fp16 products against 3.9 TFLOP/s of special functions on an H100 SXM5), so a warpgroup that
+runs  QKᵀ → softmax → PV  in order spends a large share of every tile with its tensor cores
+idle; and warps that issue their own loads wait on them. FA3's three answers, each a flag of
+this kernel so that their worth can be measured (bench/fa3_h200.py):
+
+``WARP_SPEC`` — producer and consumers (FA3 §3.1). One *producer* warp only issues TMA copies
+    of K and V tiles into a ring of ``STAGES`` shared-memory slots; each slot has a "ready"
+    mbarrier (the copy engine completes it when the bytes land) and an "empty" mbarrier (both
+    consumers arrive when their products have read it). Consumer warpgroups never touch a
+    global address. With the flag off, one 8-warp program issues its own copies (prefetching
+    ``STAGES`` tiles ahead, as FlashAttention-2 with TMA would) and computes all 128 rows.
+``PINGPONG`` — two consumer warpgroups, 64 query rows each, take turns (FA3 §3.1, Figure 1):
+    a pair of mbarriers passes a token so that warpgroup 1 issues its matrix products while
+    warpgroup 0 does its softmax, and the other way round.
+``OVERLAP`` — inside one warpgroup, the softmax of tile j runs while the tensor cores compute
+    QKⱼ₊₁ᵀ and P V of tile j (FA3 §3.2, Figure 2; Algorithm 2): products are issued
+    asynchronously (``wgmma`` with ``is_async=True``) and waited for only when needed.
+
+A work item is 128 query rows of one head (64 per consumer). The grid is either one program
+per item or, with WARP_SPEC, persistent: one program per SM that takes items pid, pid + P, ...;
+the ring positions and barrier phases then carry on from item to item, Q has its own "empty"
+barrier and O its own shared tile, so the next item's loads start during this one's epilogue
+(flash_fa3 picks the launch; bench/FA3.md has what each buys). On the H200 (bench/FA3.md):
+618-667 TFLOP/s at d = 128, N = 16384 across four runs; warp specialisation is worth +20-26%, the overlap
++5-6% at d = 128, ping-pong +2% at most.
+
+Per consumer warpgroup, with the overlap (S = scores, P = probabilities, O = accumulator)::
+
+    S₀ = Q K₀ᵀ;  (m, l, P) = softmax stats of S₀
+    for j = 1 .. T-1:
+        issue Sⱼ = Q Kⱼᵀ;  issue O += P Vⱼ₋₁       # both on the tensor cores, asynchronously
+        wait for Sⱼ;  (m, l, P', α) = softmax(Sⱼ)   # special-function units, meanwhile
+        wait for O;   O = α · O;  P = P'
+    O += P V_{T-1};  O = O / l;  lse = m + log l
+
+Exponentials are base 2 with the scale folded in (``qk_scale = scale · log2 e``, one fused
+multiply-add per score). Tiles move through 3-d TMA descriptors over (B·H, N, d), so rows past
+a head's end are read as zeros and never written; only the tile that holds key N-1 and, when
+causal, the tile on the diagonal pay for a mask. The causal mask is top-left aligned.
+"""
+
+from __future__ import annotations
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+# TMA's copies (and the program-wide barrier) were renamed after Triton 3.6 (async_copy_global_to_shared -> async_load,
+# async_copy_shared_to_global -> async_store); the kernel runs on 3.6 (the H200's) and compiles
+# ahead of time on later releases (CI's), so it names them once here.
+_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+_cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # bar.sync over the program
+
+# Globals read inside @gluon.jit code must be constexpr; the host reads .value.
+LN2 = gl.constexpr(0.6931471805599453)  # ln 2: turns the base-2 logsumexp back into a natural one
+WG_ROWS = gl.constexpr(64)  # query rows per consumer warpgroup: wgmma's M is 64 per warpgroup
+PRODUCER_REGS = gl.constexpr(24)  # registers per thread the producer warp keeps (indices only)
+CONSUMER_REGS = gl.constexpr(240)  # registers per thread of consumer warpgroup 1 (setmaxnreg)
+
+
+# --- layouts -------------------------------------------------------------------------------
+@gluon.constexpr_function
+def _mma_layout(n, num_warps):
+    """The register layout of a wgmma accumulator with N columns over num_warps warps
+    (warpgroups stacked along the rows: each owns 64 rows)."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, n, 16])
+
+
+# --- copies ----------------------------------------------------------------------------------
+@gluon.jit
+def _load(desc, smem, ready, slot, bh, row, pred=True):
+    """Start a TMA copy of the tile at (bh, row, 0) into smem[slot]; ready[slot] completes
+    once its bytes have landed. Rows past the head's end arrive as zeros."""
+    mbarrier.expect(ready.index(slot), desc.block_type.nbytes, pred=pred)
+    _tma_load(desc, [bh, row, 0], ready.index(slot), smem.index(slot), pred=pred)
+
+
+@gluon.jit
+def _tile(t, n_mblocks, n_ctx, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    """Work item t -> (batch·head, first query row, number of key tiles). Consecutive items
+    share a head (its K and V stay in L2); causal items of a head go heaviest first."""
+    bh = t // n_mblocks
+    m_idx = t % n_mblocks
+    if CAUSAL:
+        start_m = n_mblocks - 1 - m_idx
+        n_blocks = (gl.minimum(n_ctx, (start_m + 1) * BLOCK_M) + BLOCK_N - 1) // BLOCK_N
+    else:
+        start_m = m_idx
+        n_blocks = (n_ctx + BLOCK_N - 1) // BLOCK_N
+    return bh, start_m * BLOCK_M, n_blocks
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, q_empty, k_empty,
+              v_empty, n_tiles, n_mblocks, n_ctx, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+              BLOCK_N: gl.constexpr):
+    """The producer warp (WARP_SPEC): for each work item of this program, Q for both consumers,
+    then K and V around the ring. Ring positions count on across work items."""
+    c = 0  # ring position: tiles of K (and of V) issued so far by this program
+    n_done = 0  # work items done
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        bh, off_m, n_blocks = _tile(t, n_mblocks, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
+        for i in gl.static_range(2):  # one Q tile (64 rows) per consumer, once it released the last
+            mbarrier.wait(q_empty.index(i), (n_done & 1) ^ 1)
+            _load(q_desc, q_smem, q_ready, i, bh, off_m + i * WG_ROWS)
+        for j in range(n_blocks):
+            slot = c % STAGES
+            # Wait until both consumers released the slot. A fresh barrier counts as having
+            # completed the phase before its first, so the first lap's waits (parity 1) pass.
+            empty_phase = ((c // STAGES) & 1) ^ 1
+            mbarrier.wait(k_empty.index(slot), empty_phase)
+            _load(k_desc, k_smem, k_ready, slot, bh, j * BLOCK_N)
+            mbarrier.wait(v_empty.index(slot), empty_phase)
+            _load(v_desc, v_smem, v_ready, slot, bh, j * BLOCK_N)
+            c += 1
+        n_done += 1
+
+
+@gluon.jit
+def _release(desc, smem, ready, empty, slot, bh, j_next, n_blocks, BLOCK_N: gl.constexpr,
+             SELF_LOAD: gl.constexpr):
+    """A consumer is done reading smem[slot]. With a producer warp: tell it (arrive on the
+    slot's empty barrier). Without one (SELF_LOAD): wait for every warp of this program
+    (bar.sync), then refill the slot with tile j_next itself."""
+    if SELF_LOAD:
+        _cta_barrier()
+        _load(desc, smem, ready, slot, bh, j_next * BLOCK_N, pred=j_next < n_blocks)
+    else:
+        mbarrier.arrive(empty.index(slot))
+
+
+# --- the consumer: QKᵀ, softmax, PV on one warpgroup (without WARP_SPEC: two, in step) -----
+@gluon.jit
+def _softmax_step(s, m_i, l_i, kb, q_row0, n_ctx, qk_scale, CAUSAL: gl.constexpr,
+                  ROWS: gl.constexpr, BLOCK_N: gl.constexpr, s_layout: gl.constexpr):
+    """Online softmax of one score tile s (ROWS, Bc): returns P (unnormalised), the new
+    statistics (m, l) and alpha = exp2(m_old - m_new), the factor the accumulator must take."""
+    # Only the tile holding key N-1 and (causal) the diagonal tiles pay for a mask.
+    if (kb + BLOCK_N > n_ctx) or (CAUSAL and kb + BLOCK_N > q_row0 + 1):
+        cols = kb + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
+        keep = gl.expand_dims(cols < n_ctx, 0)
+        if CAUSAL:
+            keep = keep & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
+        s = gl.where(keep, s, -float("inf"))
+    m_new = gl.maximum(m_i, gl.max(s, axis=1) * qk_scale)  # running max, base-2 units
+    p = gl.exp2(s * qk_scale - gl.expand_dims(m_new, 1))  # one FMA + one exp2 per score
+    alpha = gl.exp2(m_i - m_new)
+    l_new = l_i * alpha + gl.sum(p, axis=1)
+    return p, m_new, l_new, alpha
+
+
+@gluon.jit
+def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
+                   q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
+                   bh, off_m, n_ctx, n_blocks, qk_scale, c0, q_phase, turn_phase,
+                   WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                   STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
+                   SELF_LOAD: gl.constexpr):
+    """One work item (64 query rows of one head, or 128 without WARP_SPEC) on one consumer.
+    c0 is the ring position of its first key tile; returns the ping-pong token's next parity."""
+    ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4  # 64 query rows per warpgroup
+    s_layout: gl.constexpr = _mma_layout(BLOCK_N, NUM_WARPS)  # S tile (ROWS, Bc), fp32
+    o_layout: gl.constexpr = _mma_layout(HEAD_DIM, NUM_WARPS)  # O accumulator (ROWS, d), fp32
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    dtype: gl.constexpr = k_desc.dtype
+    ROW0: gl.constexpr = WG * ROWS  # this warpgroup's first row within the program's 128
+    q_row0 = off_m + ROW0
+
+    if SELF_LOAD:  # no producer warp: start Q's copy and the ring's first STAGES tiles here
+        _load(q_desc, q_smem, q_ready, 0, bh, off_m)
+        for i in gl.static_range(STAGES):
+            _load(k_desc, k_smem, k_ready, i, bh, i * BLOCK_N, pred=i < n_blocks)
+            _load(v_desc, v_smem, v_ready, i, bh, i * BLOCK_N, pred=i < n_blocks)
+    q = q_smem.index(WG).reshape([ROWS, HEAD_DIM])  # (ROWS, d)
+    m_i = gl.full([ROWS], -float("inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
+    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
+    mbarrier.wait(q_ready.index(WG), q_phase)
+
+    # Prologue: S0 = Q K0ᵀ and its softmax.
+    slot0 = c0 % STAGES
+    mbarrier.wait(k_ready.index(slot0), (c0 // STAGES) & 1)
+    if PINGPONG:
+        mbarrier.wait(turn.index(WG), turn_phase)
+        turn_phase ^= 1
+    s_tok = warpgroup_mma(q, k_smem.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
+                          use_acc=False, is_async=True)
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - WG))
+    s = warpgroup_mma_wait(0, deps=(s_tok,))
+    _release(k_desc, k_smem, k_ready, k_empty, slot0, bh, STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+    p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, q_row0, n_ctx, qk_scale, CAUSAL, ROWS, BLOCK_N, s_layout)
+    p_op = gl.convert_layout(p.to(dtype), p_layout)  # P as wgmma's register operand
+
+    for j in range(1, n_blocks):
+        c = c0 + j  # ring position of key tile j
+        slot = c % STAGES
+        prev = (c - 1) % STAGES
+        k_j = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0))  # Kjᵀ (d, Bc)
+        v_prev = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])  # Vj-1 (Bc, d)
+        mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
+        mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
+        if PINGPONG:  # take the token: the other warpgroup is in its softmax now
+            mbarrier.wait(turn.index(WG), turn_phase)
+            turn_phase ^= 1
+        s_tok = warpgroup_mma(q, k_j, s_zero, use_acc=False, is_async=True)  # Sj = Q Kjᵀ
+        o_tok = warpgroup_mma(p_op, v_prev, acc, is_async=True)  # O += P Vj-1
+        if PINGPONG:  # hand the token over: the other warpgroup may issue its products
+            mbarrier.arrive(turn.index(1 - WG))
+        if OVERLAP:
+            # Softmax of Sj while P Vj-1 still runs on the tensor cores.
+            s = warpgroup_mma_wait(1, deps=(s_tok,))  # products retire in order: Sj is done
+            _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, j * BLOCK_N, q_row0, n_ctx, qk_scale,
+                                               CAUSAL, ROWS, BLOCK_N, s_layout)
+            acc, p_op = warpgroup_mma_wait(0, deps=(o_tok, p_op))  # keeps the old P's registers
+        else:
+            # In order: wait for both products, then the softmax (tensor cores idle meanwhile).
+            s, acc = warpgroup_mma_wait(0, deps=(s_tok, o_tok))
+            _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, j * BLOCK_N, q_row0, n_ctx, qk_scale,
+                                               CAUSAL, ROWS, BLOCK_N, s_layout)
+        _release(v_desc, v_smem, v_ready, v_empty, prev, bh, j - 1 + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+        acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+
+    # Epilogue: Q is no longer read (the producer may load the next item's), the last P V,
+    # normalise, write lse and O (through shared memory and TMA).
+    if not SELF_LOAD:
+        mbarrier.arrive(q_empty.index(WG))
+    last = (c0 + n_blocks - 1) % STAGES
+    mbarrier.wait(v_ready.index(last), ((c0 + n_blocks - 1) // STAGES) & 1)
+    o_tok = warpgroup_mma(p_op, v_smem.index(last).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
+    acc = warpgroup_mma_wait(0, deps=(o_tok,))
+    if not SELF_LOAD:
+        mbarrier.arrive(v_empty.index(last))
+    acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
+    rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
+    gl.store(lse_ptr + bh * n_ctx + rows, (m_i + gl.log2(l_i)) * LN2, mask=rows < n_ctx)
+    o_tile = o_smem.index(WG)
+    tma.store_wait(0)  # the previous item's O has left o_tile
+    o_tile.reshape([ROWS, HEAD_DIM]).store(acc.to(dtype))
+    fence_async_shared()
+    _tma_store(o_desc, [bh, q_row0, 0], o_tile)
+    return turn_phase
+
+
+@gluon.jit
+def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
+              q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
+              WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+              CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr):
+    """Consumer warpgroup WG (WARP_SPEC): the work items of this program, one after another."""
+    c = 0  # ring position, as the producer counts it
+    n_done = 0
+    # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
+    # fresh barrier); warpgroup 1 waits for warpgroup 0's first hand-over.
+    turn_phase = 1 - WG
+    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        bh, off_m, n_blocks = _tile(t, n_mblocks, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
+        turn_phase = _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
+                                    q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
+                                    bh, off_m, n_ctx, n_blocks, qk_scale, c, n_done & 1, turn_phase,
+                                    WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False)
+        c += n_blocks
+        n_done += 1
+    tma.store_wait(0)
+
+
+# --- the kernel: work items of (128 query rows, batch·head) --------------------------------
+@gluon.jit
+def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scale,
+                   HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+                   CAUSAL: gl.constexpr, WARP_SPEC: gl.constexpr, PINGPONG: gl.constexpr,
+                   OVERLAP: gl.constexpr):
+    # q_desc, o_desc: tiles (1, 64, d) with WARP_SPEC, else (1, 128, d) of (B·H, N, d)
+    # k_desc, v_desc: tiles (1, Bc, d);  lse_ptr: fp32 (B·H, N);  n_bh = B·H
+    # The grid is 1-d. One program per work item, or (persistent, WARP_SPEC only) one per SM,
+    # each taking items program_id, program_id + programs, ...
+    BLOCK_M: gl.constexpr = 2 * WG_ROWS  # query rows per work item
+    NUM_Q: gl.constexpr = 2 if WARP_SPEC else 1
+    n_mblocks = (n_ctx + BLOCK_M - 1) // BLOCK_M
+    n_tiles = n_mblocks * n_bh
+
+    # Shared memory: Q per consumer, O per consumer (with WARP_SPEC; else O reuses Q's
+    # tile), and the K/V ring of STAGES slots.
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [NUM_Q] + q_desc.block_type.shape, q_desc.layout)
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    # Barriers: "ready" per tile (the copy engine completes it), "empty" per slot (each
+    # consumer arrives), and the ping-pong token (one barrier per consumer).
+    q_ready = gl.allocate_shared_memory(gl.int64, [NUM_Q, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [NUM_Q, 1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_Q):
+        mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(q_empty.index(i), count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=2)
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)
+    fence_async_shared()
+
+    if WARP_SPEC:
+        o_smem = gl.allocate_shared_memory(o_desc.dtype, [NUM_Q] + o_desc.block_type.shape, o_desc.layout)
+        gl.warp_specialize(
+            [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                          k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
+                          0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),  # consumer warpgroup 0
+             (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                          k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
+                          1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),  # consumer warpgroup 1
+             (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
+                          q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_ctx, CAUSAL, STAGES,
+                          BLOCK_N))],  # the producer warp
+            [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+    else:  # one work item per program, both warpgroups in step, copies issued here
+        bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_ctx, CAUSAL, BLOCK_M, BLOCK_N)
+        _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, q_smem, k_smem, v_smem,
+                       q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
+                       bh, off_m, n_ctx, n_blocks, qk_scale, 0, 0, 0,
+                       0, 8, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, False, OVERLAP, True)
+        tma.store_wait(0)
+
+
+# --- launch configuration and ahead-of-time compilation ------------------------------------
+# (BLOCK_N, STAGES) candidates per head dim: key-tile rows and K/V ring depth. Shared memory
+# holds Q (128 rows), O (128 rows, WARP_SPEC only) and STAGES slots of K and V; `fits` drops
+# what exceeds Hopper's 227 KiB (at d = 128 with a producer warp: 2 slots). Powers of two only
+# (the masks use arange). Bc = 256 at d = 64 spills registers (ptxas: 288 bytes), so it is not
+# offered. flash_fa3 times the candidates that fit on first use of a key and keeps the fastest.
+CANDIDATES = {64: [(128, 3), (128, 2), (128, 4)], 128: [(128, 2), (128, 3)]}
+SMEM_BYTES = 227 * 1024  # shared memory one program may use on sm_90
+BARRIER_BYTES = 256  # the mbarriers, rounded up
+
+
+def fits(head_dim, block_n, stages, warp_spec, elem_bytes=2):
+    """Whether Q, O and the K/V ring fit one program's shared memory."""
+    q_o = (2 if warp_spec else 1) * 2 * WG_ROWS.value * head_dim * elem_bytes
+    ring = stages * 2 * block_n * head_dim * elem_bytes
+    return q_o + ring + BARRIER_BYTES <= SMEM_BYTES
+
+
+def candidates(head_dim, warp_spec):
+    return [c for c in CANDIDATES[head_dim] if fits(head_dim, *c, warp_spec)]
+
+
+def config(head_dim, warp_spec=True):
+    """The default (BLOCK_N, STAGES) for a head dim (the first candidate that fits)."""
+    return candidates(head_dim, warp_spec)[0]
+
+
+def layouts(head_dim, dtype_name, warp_spec, block_n):
+    """The NVMMA shared layouts (and block shapes) of the Q/O and K/V descriptors."""
+    gdt = {"bf16": gl.bfloat16, "fp16": gl.float16}[dtype_name]
+    q_block = [1, WG_ROWS.value if warp_spec else 2 * WG_ROWS.value, head_dim]
+    kv_block = [1, block_n, head_dim]
+    return ((q_block, gl.NVMMASharedLayout.get_default_for(q_block, gdt)),
+            (kv_block, gl.NVMMASharedLayout.get_default_for(kv_block, gdt)))
+
+
+def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=True, pingpong=True,
+                       overlap=True, block_n=None, stages=None):
+    """Compile the kernel for sm_90a without a GPU (to read its PTX and check its structure)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    (q_block, q_layout), (kv_block, kv_layout) = layouts(head_dim, dtype_name, warp_spec, block_n or config(head_dim, warp_spec)[0])
+    q_sig = f"tensordesc<{dtype_name}{q_block},{q_layout!r}>".replace(" ", "")
+    kv_sig = f"tensordesc<{dtype_name}{kv_block},{kv_layout!r}>"
+    block_n = block_n or config(head_dim, warp_spec)[0]
+    stages = stages or config(head_dim, warp_spec)[1]
+    signature = {"q_desc": q_sig, "k_desc": kv_sig, "v_desc": kv_sig, "o_desc": q_sig, "lse_ptr": "*fp32",
+                 "n_ctx": "i32", "n_bh": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
+                 "STAGES": "constexpr", "CAUSAL": "constexpr", "WARP_SPEC": "constexpr",
+                 "PINGPONG": "constexpr", "OVERLAP": "constexpr"}
+    constexprs = {"HEAD_DIM": head_dim, "BLOCK_N": block_n, "STAGES": stages, "CAUSAL": causal,
+                  "WARP_SPEC": warp_spec, "PINGPONG": pingpong and warp_spec, "OVERLAP": overlap}
+    src = GluonASTSource(fa3_fwd_kernel, signature, constexprs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": 4 if warp_spec else 8})
