@@ -308,7 +308,23 @@ export async function runComparison(params = readParams()) {
     try {
       prepared = await runtime.call("lab.prepare", {...params, ...tierParams});
     } catch (error) {
-      return fail(error.message);
+      // A tier chosen for the adapter may not fit this d (its plan says why): the portable tier
+      // runs instead, and the page says so. A refusal of the size itself stands.
+      if (tierParams.tier === "portable" || params.tier !== "best" || /too long/.test(error.message)) {
+        return fail(error.message);
+      }
+      const why = `${tierParams.tier} cannot run this size (${error.message.replace(/^ValueError: /, "")}), ` +
+                  "so portable float32 ran";
+      gpu = defaultGpu;
+      tierParams = {tier: "portable"};
+      detail.tier = {tier: "portable", why};
+      $("tier-ran").textContent = `portable: ${why}`;
+      $("tier-ran").dataset.tier = "portable";
+      try {
+        prepared = await runtime.call("lab.prepare", {...params, ...tierParams});
+      } catch (again) {
+        return fail(again.message);
+      }
     }
     if (stale()) return detail;
     detail.plan = prepared.plan;

@@ -56,3 +56,10 @@ def test_performance_page_shows_the_tiers_against_their_peaks(page, site_url, la
     lesson = page.inner_text("[data-testid=h200-tiers-lesson]")
     assert "What int8 costs" in lesson and "NaN" not in lesson and "–" not in lesson, lesson
     assert "{:.4g}".format(record["tier_peaks_tflops"]["sdpa"]) in lesson, lesson
+
+
+def test_a_size_the_best_tier_cannot_plan_runs_on_the_portable_tier(page, site_url, browser_helpers):
+    page.goto(site_url + "lab.html?n=8&d=192")  # KS = 3: no shuffle butterfly for the subgroup tier
+    assert browser_helpers.wait_for_status(page, "compare", FINAL) == "match"
+    tier, text = tier_text(page)
+    assert tier == "portable" and "subgroup cannot run this size" in text and "power of two" in text, text
