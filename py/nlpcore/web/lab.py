@@ -156,6 +156,10 @@ def _run_cpu(key: tuple) -> Dict[str, Any]:
     if _last.get("key") == key:
         return _last
     n, d, causal, padding, heads, seed, precision, tier, storage, subgroup_size = key
+    # ValueError naming the limit (16384 bytes for the float32 tiers) when d cannot fit, or what
+    # the tier's shader cannot do (a subgroup tier needing a power-of-two KS, an int8 d not a
+    # multiple of 32: the page then runs the portable tier)
+    plan = tiling.plan_for(tier, d, limits={"maxComputeWorkgroupStorageSize": storage}, subgroup_size=subgroup_size)
     work = score_macs(n, d, heads)
     if work > MAX_SCORE_MACS:
         raise ValueError(
@@ -163,9 +167,6 @@ def _run_cpu(key: tuple) -> Dict[str, Any]:
             "heads x N^2 x d = {} x {}^2 x {} = {} multiply-adds, and the page runs at most {} "
             "(2^29; N = 1024, d = 128 with 4 heads is the largest such run). Lower N, d or "
             "heads.".format(heads, n, d, work, MAX_SCORE_MACS))
-    # ValueError naming the limit (16384 bytes for the float32 tiers), or what the tier's shader
-    # cannot do (a subgroup tier needing a power-of-two KS, an int8 d not a multiple of 32)
-    plan = tiling.plan_for(tier, d, limits={"maxComputeWorkgroupStorageSize": storage}, subgroup_size=subgroup_size)
     steps = mirror_steps(n, heads, plan)
     q, k, v, mask = make_inputs(n, d, padding, heads, seed, precision)
 
