@@ -297,9 +297,10 @@ def sdpa(sizes, heads, ds, causals, log=print) -> list:
     return out
 
 
-def run(args, log=print) -> dict:
+def run(args, wgpu_runner, log=print) -> dict:
     """The --tiers benchmark: a record with one engine entry per engine, rows carrying tier and
-    engine, the accuracy study and the SDPA ceiling."""
+    engine, the accuracy study and the SDPA ceiling. ``wgpu_runner``: webgpu_attention's
+    WgpuRunner class (passed in, so this module does not import its caller)."""
     tiers = [t for t in args.tiers.split(",") if t]
     ds = [int(x) for x in args.d.split(",") if x]
     heads = [int(x) for x in args.heads.split(",") if x]
@@ -321,9 +322,7 @@ def run(args, log=print) -> dict:
     for name in [e for e in args.engines.split(",") if e]:
         log("engine", name)
         if name == "wgpu-py":
-            import webgpu_attention
-
-            runner = webgpu_attention.WgpuRunner(features=True)
+            runner = wgpu_runner(features=True)
             offered, limits, sg = wgpu_tiers(runner), {}, 32
             adapter, info = runner.adapter, runner.adapter_info
         elif name == "dawn":
