@@ -338,6 +338,7 @@ def test_the_int8_tile_is_the_shaders_mapping():
     assert page["i8_rounds"] * page["i8_subgroups"] == page["i8_blocks"]
     assert page["i8_subgroups"] * page["i8_subgroup_size"] == plan.workgroup_size
     assert page["i8_ksteps"] * page["i8_k"] == page["i8_d"]
+    assert page["i8_levels"] == len(range(-127, 128))  # symmetric int8: round(clamp(x / s, ±127))
     shader = (ROOT / "wgsl" / "flash_fwd_int8.wgsl").read_text(encoding="utf-8")
     assert "subgroup_matrix_left<i8, %d, %d>" % (page["i8_k"], page["i8_m"]) in shader
     assert "subgroup_matrix_right<i8, %d, %d>" % (page["i8_n"], page["i8_k"]) in shader

@@ -24,7 +24,7 @@ import re
 from typing import Any, Dict
 
 from .. import claims, hardware, measured
-from ..kernels import io_model, tiling
+from ..kernels import flash_wgsl_int8, io_model, tiling
 
 CELL_LIMITS = {
     "fa2": {"n": 65536, "d": 256, "sram": 1048576, "bh": 4096, "warps": 16},
@@ -213,8 +213,8 @@ INT8_STORAGE = 49152  # workgroup bytes Dawn gives on the H200 (DESIGN.md), the 
 def int8_tier_numbers(record: Any = None) -> Dict[str, Any]:
     """Numbers of Episode 2's "tensor cores from WGSL" (stamped as ``{{page.<name>}}``): the
     tensor-core to float32 ratio of the H200 (``tc_ratio``, :data:`hardware.GPUS`); the int8 tile
-    at d = :data:`INT8_D` (``i8_*``: ``tiling.plan_int8`` and the subgroup-matrix shape
-    ``tiling.MMA_*``); and, from ``bench/results/webgpu_h200.json`` read through
+    at d = :data:`INT8_D` (``i8_*``: ``tiling.plan_int8``, the subgroup-matrix shape
+    ``tiling.MMA_*`` and the int8 levels -127..127 of ``flash_wgsl_int8.INT8_MAX``); and, from ``bench/results/webgpu_h200.json`` read through
     ``claims.INT8_ACCURACY_KEYS`` and ``claims.TIER_SPEED_KEYS``, the int8 tier's worst relative L1
     error and per-row cosine over d = 64 and 128 on random and outlier inputs, and the tier speeds
     ("not recorded" without the record)."""
@@ -226,7 +226,7 @@ def int8_tier_numbers(record: Any = None) -> Dict[str, Any]:
            "i8_d": INT8_D, "i8_br": plan.br, "i8_bc": plan.bc, "i8_m": tiling.MMA_M, "i8_n": tiling.MMA_N,
            "i8_k": tiling.MMA_K, "i8_blocks": blocks, "i8_subgroups": subgroups,
            "i8_subgroup_size": hardware.WARP_SIZE, "i8_rounds": blocks // subgroups,
-           "i8_ksteps": INT8_D // tiling.MMA_K}
+           "i8_ksteps": INT8_D // tiling.MMA_K, "i8_levels": 2 * flash_wgsl_int8.INT8_MAX + 1}
     record = measured.record("webgpu_h200.json") if record is None else record
     names = ("i8_acc_n", "i8_rand_rel_l1", "i8_rand_cos", "i8_out_rel_l1", "i8_out_cos", "i8_out_verdict",
              "i8_bar", "f32_out_rel_l1", "i8_tflops", "f32_tflops", "sdpa_tflops", "i8_peak")
