@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -125,3 +126,27 @@ def test_the_wheel_carries_what_grading_needs(tmp_path):
         for step in ex["steps"]:
             assert step["statement"] and step["starter"] and step["solution"], (ex["id"], step["id"])
     assert exported["wgsl"]["steps"][1]["solution"] == shaders.text("flash_fwd.wgsl")
+
+
+def test_every_folder_has_its_wrong_answers_tests_and_marker():
+    """DESIGN's layout: <id>/wrong_answers.py with named rows, tests/exercises/test_<id>.py with
+    the exercise's marker, registered in pyproject.toml."""
+    import tomllib
+
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    registered = {m.split(":")[0].strip() for m in markers}
+    for ex_id, _ in discover():
+        rows = importlib.import_module("nlpcore.lab.exercises.%s.wrong_answers" % ex_id).WRONG_ANSWERS
+        assert rows and all(r.name and r.step for r in rows), ex_id
+        test_file = ROOT / "tests" / "exercises" / ("test_%s.py" % ex_id.replace("-", "_"))
+        assert test_file.is_file(), test_file
+        marker = "ex_" + ex_id.replace("-", "_")
+        assert marker in registered, marker
+        text = test_file.read_text()
+        assert re.search(r"pytestmark = marker\([\"']%s[\"']\)" % re.escape(ex_id), text), test_file
+
+
+def test_the_triton_cli_grader_is_in_its_folder():
+    assert (FOLDERS / "triton" / "check_triton.py").is_file()
+    assert not (ROOT / "py" / "nlpcore" / "kernels" / "check_triton.py").exists()
+    assert "python -m nlpcore.lab.exercises.triton.check_triton" in (ROOT / "README.md").read_text()

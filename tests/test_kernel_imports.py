@@ -81,7 +81,8 @@ def violations(module: str, source: str, ranks: Dict[str, Tuple[int, bool]]) -> 
             elif root in LAZY_LIBRARIES and at_top:
                 problems.append(f"{module} imports {name} at module level (only inside a function)")
             elif at_top and root != "numpy" and root not in _standard_library():
-                problems.append(f"{module} runs in the browser but imports {name} (only the standard library and NumPy)")
+                problems.append(f"{module} runs in the browser but imports {name} "
+                                "(only the standard library and NumPy)")
     return problems
 
 
@@ -100,7 +101,8 @@ def test_every_kernel_module_sits_in_exactly_one_layer():
     assert not stale, f"nlpcore.kernels lists modules that do not exist: {stale}"
 
 
-@pytest.mark.skipif(not hasattr(sys, "stdlib_module_names"), reason="needs Python 3.10+ to tell the standard library apart")
+@pytest.mark.skipif(not hasattr(sys, "stdlib_module_names"),
+                    reason="needs Python 3.10+ to tell the standard library apart")
 def test_every_kernel_module_keeps_the_import_rule():
     ranks = _layers()
     problems = []

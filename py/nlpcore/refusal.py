@@ -154,8 +154,9 @@ def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
             allowed = not _learner_called(refusal, caller)  # grader, not the learner, called in
         elif not strict:
             allowed = _in_package(where)
-        else:
-            allowed = _in_package(where) and not refusal.calls_in_flight
+        else:                               # nlpcore code called by the grader, not by the
+            allowed = (_in_package(where) and not refusal.calls_in_flight   # learner (at load
+                       and not _learner_called(refusal, caller))         # time: the web door)
         if allowed:
             return fn(*args, **kwargs)
         refusal.refused.append(qualified)

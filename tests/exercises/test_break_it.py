@@ -9,7 +9,7 @@ from nlpcore.lab.exercises import module
 
 from .helpers import assert_passes, marker
 
-pytestmark = marker('break-it')
+pytestmark = marker("break-it")
 
 mu = module("break-it", "mutants")
 

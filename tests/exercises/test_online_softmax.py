@@ -231,3 +231,27 @@ def test_predict_cannot_be_answered_by_the_pages_that_run_the_io_model():
     result = lab.grade("online-softmax", "predict", code)
     assert not result["passed"]
     assert all("refused" in c["message"] for c in result["checks"]), result["checks"]
+
+
+def test_restarting_tracemalloc_does_not_hide_a_row_against_all_keys():
+    """Before: stopping and starting tracemalloc inside the call cleared the traces, and one row
+    against all keys measured 0.001 MiB."""
+    wrong = module("online-softmax", "wrong_answers")
+    row = next(r for r in wrong.WRONG_ANSWERS if r.name == "one-row-against-all-keys")
+    restart = row.new.replace("    return o, lse\n", "    import tracemalloc\n    tracemalloc.stop()\n"
+                              "    tracemalloc.start()\n    return o, lse\n", 1)
+    solution = lab.exercise("online-softmax").step("compose").solution
+    tiled = check(lab.grade("online-softmax", "compose", mutate(solution, row.old, restart)), "tiled")
+    assert tiled["status"] == "fail" and "tracemalloc" in tiled["message"], tiled["message"]
+
+
+def test_predict_cannot_be_answered_through_the_web_door_at_load_time():
+    """Before: nlpcore code that the learner's top-level code called (nlpcore.web.call) passed
+    the strict refusal, as no learner *function* was running; now a learner frame anywhere
+    below the caller, before any grader frame, refuses it."""
+    code = ("import nlpcore.web as w\nimport nlpcore.web.lessons\n"
+            "flash = w.call('lessons.loop_order_bytes', {'n': 512, 'd': 64, 'sram': 98304})"
+            "['kv_outer'] / 2\nstandard = 4 * 512 * 512 + 4 * 512 * 64\n")
+    result = lab.grade("online-softmax", "predict", code)
+    assert not result["passed"]
+    assert all("refused" in c["message"] for c in result["checks"]), result["checks"]

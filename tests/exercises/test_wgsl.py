@@ -22,7 +22,7 @@ from nlpcore.lab.verdict import grade, verify_js
 
 from .helpers import marker
 
-pytestmark = marker('wgsl')
+pytestmark = marker("wgsl")
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 

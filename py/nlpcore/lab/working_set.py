@@ -10,11 +10,29 @@ not when the dtype already matches).
 """
 from __future__ import annotations
 
+import tracemalloc
+
+from .judging import peak_memory
 from .model import CheckFailed
 
 TILE_BUFFERS = 8     # (Br, Bc) float64 temporaries (scores, exp, masks) plus their (B, d) slices
 ROW_STATS = 6        # float64 numbers per query row (m, ℓ, lse, D and a copy or two)
 MIB = 1.0 / (1 << 20)
+
+
+def measure(fn, *args, **kwargs):
+    """(fn(*args, **kwargs), peak bytes) by :func:`nlpcore.lab.judging.peak_memory`, with a
+    sentinel allocated before the call: tracemalloc stopped and started again inside the call
+    forgets every earlier allocation, the sentinel's included, and that fails the check rather
+    than hiding what was allocated before the restart."""
+    def watched():
+        sentinel = bytearray(256)          # traced from here on
+        out = fn(*args, **kwargs)
+        if tracemalloc.is_tracing() and tracemalloc.get_object_traceback(sentinel) is None:
+            raise CheckFailed("your code restarted tracemalloc, which measures the memory it uses",
+                              expected="tracemalloc left running", got="stopped and started again")
+        return out
+    return peak_memory(watched)
 
 
 def budget(*, out_bytes: int, n_q: int, block_q: int, block_k: int, width: int) -> int:

@@ -9,10 +9,12 @@
     exercises.conclude(exercise, step, code, grade, ran) -> the finished grade after the page ran
                                                             the pending (GPU) jobs (judge worker)
     exercises.grade(exercise, step, code)                -> both halves in one worker
-    exercises.scratch(exercise, step, definitions, code) -> {stdout, stderr, traceback, value,
-                                                            restored, elapsed_ms}: runs code
-                                                            against the learner's definitions,
-                                                            ungraded
+    exercises.scratch(exercise, step, definitions, code, keep=False, reset=False)
+                                                         -> {stdout, stderr, traceback, value,
+                                                            plot, runs, restored, elapsed_ms}:
+                                                            runs code against the learner's
+                                                            definitions, ungraded (with keep,
+                                                            in a namespace kept until reset)
     exercises.verify(exercise, step, check, code, job, outputs)
                                                          -> one check's verdict after the page ran
                                                             its job (JS-run checks, e.g. WebGPU)

@@ -11,7 +11,7 @@ import numpy as np
 
 from nlpcore.kernels import flash_np, reference
 from nlpcore.lab import working_set
-from nlpcore.lab.judging import (assert_close, call_learner, expect_array, flash_bar, peak_memory,
+from nlpcore.lab.judging import (assert_close, call_learner, expect_array, flash_bar,
                                  plain_tuple, rng, shapes_of)
 from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, LIBRARY_KERNELS, Step
 
@@ -191,7 +191,7 @@ def _tiled_forward_check():
 
     def collect(ns):
         q, k, v = inputs()
-        out, peak = peak_memory(_forward_on, ns, q, k, v, context=label, block_q=bq,
+        out, peak = working_set.measure(_forward_on, ns, q, k, v, context=label, block_q=bq,
                                 block_k=bk, plain=False)
         return plain_tuple(out, ("o", "lse"), "forward"), peak
 
@@ -304,7 +304,7 @@ def _tiled_backward_check():
     def collect(ns):
         q, k, v, do = inputs()
         o, lse = flash_np.forward(q, k, v, block_q=bq, block_k=bk)
-        out, peak = peak_memory(_backward_on, ns, q, k, v, o, lse, do, context=label,
+        out, peak = working_set.measure(_backward_on, ns, q, k, v, o, lse, do, context=label,
                                 block_q=bq, block_k=bk, plain=False)
         return plain_tuple(out, ("dq", "dk", "dv"), "backward"), peak
 

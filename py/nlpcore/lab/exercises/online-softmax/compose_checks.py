@@ -9,7 +9,7 @@ from __future__ import annotations
 from nlpcore.kernels import reference
 from nlpcore.lab import working_set
 from . import variants
-from nlpcore.lab.judging import (assert_close, call_learner, expect_array, peak_memory,
+from nlpcore.lab.judging import (assert_close, call_learner, expect_array,
                                  plain_tuple, rng, shapes_of)
 from nlpcore.lab import model
 from nlpcore.lab.model import CheckFailed
@@ -127,7 +127,7 @@ def collect_tiled(ns):
     label, n_q, n_k, d, dv, bq, bk = TILED_CASE
     r = rng(99)
     q, k, v = r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv)
-    out, peak = peak_memory(call_learner, ns["attention"], q, k, v, bq, bk, causal=False,
+    out, peak = working_set.measure(call_learner, ns["attention"], q, k, v, bq, bk, causal=False,
                             shapes=shapes_of(q=q, k=k, v=v), context=label)
     return plain_tuple(out, ("o", "lse"), "attention"), peak
 

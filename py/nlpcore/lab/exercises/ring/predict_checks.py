@@ -17,9 +17,8 @@ PREDICT_N, PREDICT_D, PREDICT_P, PREDICT_BYTES = 512, 64, 4, 4
 PREDICT_RTOL = 0.10
 # Predict, don't measure: the simulator, the kernels it runs, and the pages that run it.
 PREDICT_REFUSES = ("nlpcore.kernels.ring", "nlpcore.kernels.split_k", "nlpcore.kernels.reference",
-                   "nlpcore.kernels.flash_np", "nlpcore.web", "nlpcore.web.ringviz",
-                   "nlpcore.web.lessons", "nlpcore.web.viz", "nlpcore.web.lab",
-                   "nlpcore.web.exercises")
+                   "nlpcore.kernels.flash_np", "nlpcore.web.ringviz", "nlpcore.web.viz",
+                   "nlpcore.web.lab")
 
 
 def measured_ring() -> dict:
