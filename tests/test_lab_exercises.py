@@ -1,5 +1,5 @@
 """Graders of the auto-graded exercises (nlpcore.lab), for every exercise and step: the reference
-solution passes, the starter fails with a helpful message, grading is fast, and the framework's
+solution passes, the starter fails with a helpful message, and the grader's
 rules hold. Each exercise's own tests are tests/exercises/test_<id>.py; every folder's named
 wrong answers run in tests/exercises/test_wrong_answers.py."""
 from __future__ import annotations
