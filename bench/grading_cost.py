@@ -9,7 +9,7 @@ per page, again after an exercise is first built) and restoring it when nothing 
 (``Snapshot.restore``, once per grade). CPU time (``time.process_time``), so that other
 processes on a shared machine do not inflate it.
 
-The page's own numbers (Pyodide, wall time) come from tests/browser/test_exercises.py, which
+The page's own numbers (Pyodide, wall time) come from tests/browser/test_exercise_page_solutions.py, which
 prints them and holds each step under 1 s.
 
 Run:  .venv/bin/python bench/grading_cost.py                  (about 10 s)

@@ -74,7 +74,7 @@ def test_starter_fails_with_a_message(ex_id, step_id):
 @pytest.mark.parametrize("ex_id,step_id", STEPS)
 def test_grading_a_step_is_fast(ex_id, step_id):
     """CPython bound (CPU time, so other processes do not make it flaky); the page measures the
-    wall time in Pyodide against 1 s (tests/browser/test_exercises.py)."""
+    wall time in Pyodide against 1 s (tests/browser/test_exercise_page_solutions.py)."""
     step = lab.exercise(ex_id).step(step_id)
     lab.grade(ex_id, step_id, step.solution)  # warm imports
     start = time.process_time()
