@@ -76,6 +76,10 @@ JS_LIBRARIES = (
     # The matrix (heatmap) chart type: the exercise page's scratch cell draws 2-D arrays with it.
     ("chartjs-chart-matrix/LICENSE", "chartjs/chartjs-chart-matrix/LICENSE"),
     ("chartjs-chart-matrix/dist/chartjs-chart-matrix.min.js", "chartjs/chartjs-chart-matrix/chartjs-chart-matrix.min.js"),
+    # The accessibility checker, for the browser tests only: no page loads it (the tests inject
+    # it) and the service worker does not cache it for offline use.
+    ("axe-core/LICENSE", "axe-core/LICENSE"),
+    ("axe-core/axe.min.js", "axe-core/axe.min.js"),
 )
 # KaTeX's stylesheet lists woff2 first; every browser that runs WebGPU reads woff2, so the
 # woff and ttf fallbacks are never requested and are not shipped.

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from nlpcore import lab
-from nlpcore.lab import model, runner, session, wire
+from nlpcore.lab import model, runner, session, verdict, wire
 
 # Makes every later verdict in the process where it runs a pass: what the escapes try to run
 # after the learner's phase, in the judge.
 WIN = """
 def _win(*args, **kwargs):
     import sys
-    s, j, m = (sys.modules.get("nlpcore.lab." + n) for n in ("session", "judging", "model"))
+    s, j, m = (sys.modules.get("nlpcore.lab." + n) for n in ("verdict", "judging", "model"))
     if s is not None:
         s._judged = lambda check, fn, *a, **k: m.result(check.id, check.title, "pass")
         s.finish = lambda ex, st, checks, phase, judged_ms=0.0: {"passed": True, "checks": [],
@@ -213,7 +213,7 @@ def _exercise_whose_judge_breaks():
 
 
 def test_an_error_of_the_judge_is_the_graders_not_the_learners():
-    result = session.grade(_exercise_whose_judge_breaks(), "s", "x = 1")
+    result = verdict.grade(_exercise_whose_judge_breaks(), "s", "x = 1")
     (check,) = result["checks"]
     assert check["status"] == "error" and not result["passed"]
     assert "the grader itself failed" in check["message"] and "ValueError" in check["message"]

@@ -25,9 +25,9 @@ LATER = [
 
 MISCHIEF = {
     "grader functions": """
-        from nlpcore.lab import judging, model, session
-        session.run_check = lambda check, ns: model.result(check.id, check.title, "pass")
-        session._verdict = lambda check, fn, *a, **k: model.result(check.id, check.title, "pass")
+        from nlpcore.lab import judging, model, verdict
+        verdict.finish = lambda ex, st, checks, phase, judged_ms=0.0: {"passed": True, "checks": []}
+        verdict._judged = lambda check, fn, *a, **k: model.result(check.id, check.title, "pass")
         judging.assert_close = lambda *a, **k: 0.0
     """,
     "numpy functions": """
@@ -44,9 +44,9 @@ MISCHIEF = {
         builtins.len = lambda x: 0
     """,
     "function code and defaults": """
-        import nlpcore.kernels.reference as ref
+        import nlpcore.tolerances as tol
         from nlpcore.lab import judging as fw
-        ref.forward.__code__ = (lambda q, k, v, causal=False, mask=None, scale=None: (0, 0)).__code__
+        tol.compare.__code__ = (lambda got, want, tol: None).__code__
         fw.assert_close.__defaults__ = ("float64", 1e9, 1e9, "")
         fw.assert_close.__kwdefaults__ = {"dtype": "float64", "atol": 1e9, "rtol": 1e9, "context": ""}
     """,

@@ -81,7 +81,8 @@ def violations(module: str, source: str, ranks: Dict[str, Tuple[int, bool]]) -> 
             elif root in LAZY_LIBRARIES and at_top:
                 problems.append(f"{module} imports {name} at module level (only inside a function)")
             elif at_top and root != "numpy" and root not in _standard_library():
-                problems.append(f"{module} runs in the browser but imports {name} (only the standard library and NumPy)")
+                problems.append(f"{module} runs in the browser but imports {name} "
+                                "(only the standard library and NumPy)")
     return problems
 
 
@@ -100,7 +101,8 @@ def test_every_kernel_module_sits_in_exactly_one_layer():
     assert not stale, f"nlpcore.kernels lists modules that do not exist: {stale}"
 
 
-@pytest.mark.skipif(not hasattr(sys, "stdlib_module_names"), reason="needs Python 3.10+ to tell the standard library apart")
+@pytest.mark.skipif(not hasattr(sys, "stdlib_module_names"),
+                    reason="needs Python 3.10+ to tell the standard library apart")
 def test_every_kernel_module_keeps_the_import_rule():
     ranks = _layers()
     problems = []
@@ -108,6 +110,13 @@ def test_every_kernel_module_keeps_the_import_rule():
         if path.stem != "__init__" and path.stem in ranks:
             problems += violations(path.stem, path.read_text(encoding="utf-8"), ranks)
     assert not problems, "the import rule of nlpcore/kernels/__init__.py is broken:\n" + "\n".join(problems)
+
+
+def test_every_outside_module_the_rule_allows_is_used():
+    """OUTSIDE lists what kernels import from nlpcore, no more: an entry nothing uses is stale."""
+    used = {name for path in KERNELS.glob("*.py") for name, _ in _imports(path.read_text(encoding="utf-8"))}
+    stale = [name for name in kernels.OUTSIDE if name not in used]
+    assert not stale, f"nlpcore.kernels.OUTSIDE lists modules no kernel imports: {stale}"
 
 
 def test_the_package_init_imports_nothing():

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from nlpcore import lab
-from nlpcore.lab import judging, model, session
+from nlpcore.lab import judging, model, verdict
 from nlpcore.lab.exercises import module
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -140,13 +140,13 @@ def test_js_check_protocol_pending_then_verify():
                 solution="", required=("x",), checks=(
                     model.Check("gpu", "runs on the GPU", runner="webgpu", prepare=prepare,
                              verify=verify),)),))
-    r = session.grade(ex, "s", "x = 3.0")
+    r = verdict.grade(ex, "s", "x = 3.0")
     (pending,) = r["checks"]
     assert pending["status"] == "pending" and pending["runner"] == "webgpu"
     assert pending["job"] == {"double": 3.0} and not r["passed"]
-    good = session.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
+    good = verdict.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
                         {"y": np.float32([6.0]).tobytes()})
-    bad = session.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
+    bad = verdict.verify_js(ex, "s", "gpu", "x = 3.0", pending["job"],
                        {"y": np.float32([5.0]).tobytes()})
     assert good["status"] == "pass" and bad["status"] == "fail" and bad["expected"] == "6.0"
 

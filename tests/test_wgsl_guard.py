@@ -3,7 +3,7 @@ shader bounded, the lines unchanged, and -- run natively by wgpu-py (naga + Mesa
 endless shaders of several kinds stopped at their loop's budget with a message naming the loop,
 while the lab's own shaders give the same outputs as without the guard and stay far within
 every budget. (The browser side, Tint's uniformity analysis included, is in
-tests/browser/test_defects16.py.)
+tests/browser/test_wgsl_exercise.py.)
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from nlpcore import shaders
 from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, guard, hardening, planted_bugs
-from nlpcore.lab.session import grade, verify_js
+from nlpcore.lab.verdict import grade, verify_js
 
 pytestmark = pytest.mark.ex_wgsl
 

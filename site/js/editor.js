@@ -39,6 +39,7 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
       clearMarks: () => {},
       jumpTo: () => {},
       getCursorLine: () => 0,
+      jumpToNext: () => null,
     };
   }
   let leaving = false;  // after Esc: the next Tab / Shift-Tab leaves the editor
@@ -100,5 +101,22 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
       cm.scrollIntoView(null, 80);
     },
     getCursorLine: () => cm.getCursor().line + 1,
+    /* Moves to the next line after the cursor (wrapping) that matches `pattern`; its 1-based
+     * number, or null when no line matches. */
+    jumpToNext: (pattern) => {
+      const n = cm.lineCount();
+      const from = cm.getCursor().line;
+      for (let k = 1; k <= n; k += 1) {
+        const line = (from + k) % n;
+        const text = cm.getLine(line);
+        const hit = pattern.exec(text);
+        if (!hit) continue;
+        cm.focus();
+        cm.setSelection({line, ch: hit.index}, {line, ch: hit.index + hit[0].length});
+        cm.scrollIntoView({from: {line, ch: 0}, to: {line, ch: 0}}, 80);
+        return line + 1;
+      }
+      return null;
+    },
   };
 }

@@ -32,7 +32,8 @@ export function untouchedRefusal(step, code) {
 /* After grading: a refusal message when the answer is incomplete (a completeness check failed). */
 export function incompleteRefusal(step, out) {
   if (!isPredict(step)) return null;
-  const missing = out.checks.filter((c) => COMPLETENESS_CHECKS.includes(c.id) && c.status !== "pass");
+  // "fail": the check ran and found parts missing ("error", code that crashed, is an attempt).
+  const missing = out.checks.filter((c) => COMPLETENESS_CHECKS.includes(c.id) && c.status === "fail");
   if (!missing.length) return null;
   return `Not recorded: your prediction is incomplete — ${missing.map((c) => c.message || c.title).join("; ")}.`;
 }

@@ -41,6 +41,8 @@ import {COMPLETENESS_CHECKS, incompleteRefusal, recordFirstPrediction, revealAns
 import {codeProblem, describeProblem, showRuntimeNote} from "./python-version.js";
 import {mountWorkFile} from "./work-file.js";
 import {ScratchCell} from "./exercise-scratch.js";
+import {hideRerun, offerReruns, showAfterPass, showRerun} from "./exercise-after.js";
+import {listenForKeys, showKeyMode} from "./exercise-keys.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -315,6 +317,8 @@ function selectStep(stepId, pushUrl) {
   $("next-hint").textContent = `Show a hint (${step.hints.length} left)`;
   clearResults(step, isDone("exercises", state.ex.id, step.id));
   showCodeProblem(null, "");
+  hideRerun();
+  showAfterPass(step, isDone("exercises", state.ex.id, step.id), () => state.editor.getValue());
   state.lastOut = null;
   showPredictBox(state.ex, step);
   showLocalChecks(step);
@@ -333,6 +337,14 @@ function nextHint() {
   const left = hints.length - state.hintsShown;
   $("next-hint").textContent = left ? `Show another hint (${left} left)` : "No more hints";
   $("next-hint").disabled = left === 0;
+}
+
+// What is left to write: a TODO, or a starter's "raise NotImplementedError".
+const TODO = /\bTODO\b|raise NotImplementedError/;
+
+function nextTodo() {
+  const line = state.editor.jumpToNext(TODO);
+  $("todo-state").textContent = line === null ? "No TODO left in your code." : `Line ${line}.`;
 }
 
 function updateLoadSolution() {
@@ -369,6 +381,27 @@ function showCodeProblem(out, code) {
 
 const scratchCell = new ScratchCell(runtime);
 
+/* One failing check again, shown alone with its inputs (js/exercise-after.js). */
+async function rerunCheck(checkId, button) {
+  if (state.running) return;
+  state.running = true;
+  button.disabled = true;
+  const {ex, step} = state;
+  const started = performance.now();
+  try {
+    const out = await grade(runtime, {exercise: ex.id, step: step.id, code: state.editor.getValue()});
+    const check = out.checks.find((c) => c.id === checkId);
+    if (check) showRerun(check, performance.now() - started, out.seed);
+  } catch (error) {
+    showRerun({id: checkId, title: checkId, status: "error", message: `could not run: ${error.message}`},
+              performance.now() - started);
+    if (overran(error)) watchRuntime();
+  } finally {
+    state.running = false;
+    button.disabled = false;
+  }
+}
+
 function runScratch() {
   if ($("run-scratch").disabled || $("scratch").hidden) return;
   saver.flush();
@@ -402,7 +435,9 @@ async function runChecks() {
     const roundTripMs = performance.now() - started;
     state.lastOut = {out, roundTripMs, refused};
     showCodeProblem(out, code);
+    hideRerun();
     renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS});
+    offerReruns(rerunCheck);
     showPredictBox(ex, step);
     showRunOutput(out);
     updateLoadSolution();
@@ -412,6 +447,7 @@ async function runChecks() {
       const extra = out.record && Object.keys(out.record).length ? {answer: out.record} : null;
       markStep("exercises", ex.id, step.id, extra);
     }
+    showAfterPass(step, isDone("exercises", ex.id, step.id), () => state.editor.getValue());
   } catch (error) {
     renderFailure(step, overran(error)
       ? `Stopped: your code ran longer than the time limit of ${TIME_LIMIT_MS / 1000} s ` +
@@ -440,34 +476,6 @@ function watchRuntime() {
   }, (error) => {
     status.dataset.state = "error";
     status.textContent = `Python (Pyodide) is unavailable, so checks cannot run here: ${error.message}`;
-  });
-}
-
-/* ---- keyboard ------------------------------------------------------------------------------ */
-
-/* Says under an editor what Tab does now (see editor.js's onKeyMode). */
-function showKeyMode(line, mode, run) {
-  line.dataset.mode = mode;
-  line.textContent = mode === "leave"
-    ? "Tab now leaves the editor (Shift+Tab goes back); any other key returns to editing."
-    : mode === "indent" ? `Tab indents here. Esc, then Tab, leaves the editor. ${run}.` : "";
-}
-
-/* Page-wide keys: Ctrl/Cmd+Enter runs the checks from anywhere on the page (the editors handle
- * it themselves); Esc closes the open question. */
-function listenForKeys() {
-  document.addEventListener("keydown", (event) => {
-    if (event.defaultPrevented) return;
-    if (event.key === "Escape" && !$("confirm-replace").hidden) {
-      event.preventDefault();
-      closeConfirm(true);
-    } else if (event.key === "Escape" && !$("other-tab").hidden) {
-      event.preventDefault();  // decide later: nothing is saved for that draft until then
-      closeOtherTab(true);
-    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.target.closest(".CodeMirror")) {
-      event.preventDefault();
-      runChecks();
-    }
   });
 }
 
@@ -529,7 +537,7 @@ async function main() {
         `(Pyodide) in this page and, for the GPU checks, run through WebGPU; each run has a time ` +
         `limit of ${TIME_LIMIT_MS / 1000} s`;
   }
-  const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks};
+  const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks, "Alt-T": nextTodo};
   state.editor = createEditor($("editor-host"), {
     label: "your code", mode: language, keys: runKeys,
     onKeyMode: (mode) => showKeyMode($("editor-keys"), mode, "Ctrl+Enter (⌘+Enter) runs the checks"),
@@ -539,7 +547,10 @@ async function main() {
     label: "scratch cell", mode: "python", keys: {...runKeys, "Shift-Enter": runScratch},
     onKeyMode: (mode) => showKeyMode($("scratch-keys"), mode, "Shift+Enter runs the cell"),
   });
-  listenForKeys();
+  listenForKeys({run: runChecks, dialogs: [
+    {box: $("confirm-replace"), close: () => closeConfirm(true)},
+    {box: $("other-tab"), close: () => closeOtherTab(true)},  // decide later: nothing saved until then
+  ]});
   selectStep(params.get("step"), false);
   onProgressChange(() => {
     renderLadder();
@@ -550,6 +561,7 @@ async function main() {
   $("run-scratch").addEventListener("click", runScratch);
   $("reset-scratch").addEventListener("click", () => scratchCell.reset());
   $("next-hint").addEventListener("click", nextHint);
+  $("next-todo").addEventListener("click", nextTodo);
   $("load-solution").addEventListener("click", () => askToReplace("solution"));
   $("reset-code").addEventListener("click", () => askToReplace("starter"));
   $("confirm-replace-yes").addEventListener("click", () => replaceEditor(state.confirmAction));

@@ -15,15 +15,15 @@
 import {getRuntime} from "./runtime.js";
 import {createPassTimer, destroyPassTimer, GpuUnavailable, openGpu, prepareSpec, release, copyOutputs,
         timeDispatch} from "./gpu.js";
-import {h200Summary} from "./gpu-records.js";
+import {cpuSummary, h200Summary} from "./gpu-records.js";
 import {el} from "./dom.js";
+import {flopRate, milliseconds, times} from "./perf/format.js";
 
 const REPEATS = 5;
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const fmt = (x, digits = 3) => (x === null || x === undefined || !Number.isFinite(x) ? "–" : Number(x).toPrecision(digits));
 
 async function measure(gpu, rt, n, setStatus) {
   const built = await rt.call("gpubench.specs", {n}, {timeoutMs: 120000});
@@ -61,17 +61,37 @@ function h200At(h200, n, kernel) {
   return h200.rows.find((r) => r.n === n && (r.heads || 1) === 1 && r.kernel === kernel && r.valid) || null;
 }
 
+/* The expectations beside the button, from the records (never typed): the H200's speed-ups
+ * and the range the CPU adapters of section 2 reached. */
+async function fillExpectations() {
+  const [h200, cpus] = await Promise.all([h200Summary(), cpuSummary()]);
+  const gpuText = document.getElementById("gpu-bench-expect-gpu");
+  const cpuText = document.getElementById("gpu-bench-expect-cpu");
+  if (h200 && gpuText && h200.speedup(2048) && h200.speedup(h200.bigN)) {
+    gpuText.textContent = ` (on the H200: ${times(h200.speedup(2048))} at N = 2048, ${times(h200.speedup(h200.bigN))} ` +
+        `at N = ${h200.bigN})`;
+  }
+  const ratios = (cpus || []).flatMap((c) => c.speedups.map((s) => s.naive_over_tiled)).filter(Number.isFinite);
+  const sizes = (cpus || []).flatMap((c) => c.speedups.map((s) => s.n));
+  if (ratios.length && cpuText) {
+    cpuText.textContent = `it also wins, but by ${times(Math.min(...ratios))} to ${times(Math.max(...ratios))} ` +
+        `from N = ${Math.min(...sizes)} to ${Math.max(...sizes)} in section 2's record: a factor that grows ` +
+        "little with N, since a CPU has no HBM for the naive shader's scores to cross";
+  }
+}
+
 export function mountGpuBench(root) {
+  fillExpectations().catch((error) => console.warn(`gpu-bench expectations: ${error.message}`));
   const status = el("p", {class: "small", role: "status"}, "Press the button to time the two shaders on this browser's GPU.");
   const sizeBox = el("span", {class: "sizes"});
   const button = el("button", {type: "button", "data-testid": "gpu-bench-run"}, "Time my GPU");
   button.title = "Builds the shaders' inputs in Python (starts Pyodide on first use), then times them here";
   const table = el("table", {class: "results", hidden: ""});
   const body = el("tbody");
-  table.append(el("thead", {}, el("tr", {}, ...["N", "tiled ms", "naive ms", "naive / tiled", "tiled TFLOP/s",
-      "outputs", "H200: naive / tiled", "H200: tiled TFLOP/s"].map((h) => el("th", {}, h)))), body);
+  table.append(el("thead", {}, el("tr", {}, ...["N", "tiled", "naive", "naive / tiled", "tiled rate",
+      "outputs", "H200: naive / tiled", "H200: tiled rate"].map((h) => el("th", {scope: "col"}, h)))), body);
   const adapterLine = el("p", {class: "small"});
-  root.append(el("div", {class: "controls"}, sizeBox, button), status, adapterLine, table);
+  root.append(el("div", {class: "controls"}, sizeBox, button), status, adapterLine, el("div", {class: "table-scroll"}, table));
   root.dataset.status = "idle";
 
   // Sizes are stamped into the page from gpubench.SIZES by the build (data-sizes); Python
@@ -115,11 +135,11 @@ export function mountGpuBench(root) {
         const naiveH200 = h200At(h200, n, "naive");
         const tr = el("tr", {"data-testid": "gpu-bench-row", "data-n": String(n), "data-valid": String(valid),
                              "data-speedup": String(r.speedup)},
-            ...[String(n), fmt(r.tiledMs), fmt(r.naiveMs), `${fmt(r.speedup)}×`,
-                fmt(r.flops / (r.tiledMs * 1e-3) / 1e12),
-                valid ? "match NumPy" : `WRONG (max |Δo| ${fmt(Math.max(r.checks.tiled.max_abs_err_o, r.checks.naive.max_abs_err_o))})`,
-                tiledH200 && naiveH200 ? `${fmt(naiveH200.ms / tiledH200.ms)}×` : "not recorded",
-                tiledH200 ? fmt(tiledH200.tflops) : "not recorded"].map((c) => el("td", {}, c)));
+            ...[String(n), milliseconds(r.tiledMs), milliseconds(r.naiveMs), times(r.speedup),
+                flopRate(r.flops / (r.tiledMs * 1e-3)),
+                valid ? "match NumPy" : `WRONG (max |Δo| ${Math.max(r.checks.tiled.max_abs_err_o, r.checks.naive.max_abs_err_o).toExponential(2)})`,
+                tiledH200 && naiveH200 ? times(naiveH200.ms / tiledH200.ms) : "not recorded",
+                tiledH200 ? flopRate(tiledH200.tflops * 1e12) : "not recorded"].map((c) => el("td", {}, c)));
         body.append(tr);
       }
       root.dataset.status = "done";

@@ -40,12 +40,13 @@ export async function h200Summary() {
   };
 }
 
-/* [{engine, adapter, speedup(n)}] for each CPU adapter of webgpu_attention.json, or null. */
+/* [{engine, adapter, speedup(n), speedups: [{n, naive_over_tiled}]}] for each CPU adapter of webgpu_attention.json, or null. */
 export async function cpuSummary() {
   const record = await readJson("bench/results/webgpu_attention.json");
   if (!record) return null;
   return (record.engines || []).filter((e) => e.rows && e.rows.length)
-      .map((e) => ({engine: e.engine, adapter: e.adapter, speedup: (n) => speedup(e, n)}));
+      .map((e) => ({engine: e.engine, adapter: e.adapter, speedup: (n) => speedup(e, n),
+                    speedups: (e.speedups || []).filter((s) => (s.heads || 1) === 1)}));
 }
 
 const fmt = (x, digits = 2) => (x === null || x === undefined ? "?" : Number(x).toPrecision(digits));

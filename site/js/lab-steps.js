@@ -15,12 +15,19 @@
  * [data-testid=lab-verdict]. The timing panel: [data-testid=lab-timing] with data-status
  * idle|running|done|error, its sizes input [data-testid=lab-timing-sizes], its button
  * [data-testid=lab-timing-run] and one row per N in [data-testid=lab-timing-rows].
+ *
+ * Predict first, then look: a step whose statement says `hides` keeps those results of the page
+ * hidden ([data-veiled] on the compare box and the plan's values, a note in
+ * [data-testid=compare-veil]) until its prediction is submitted (any well-formed answer, right or
+ * wrong), or the learner asks to see them without predicting. Answers typed or picked but not
+ * yet checked, and submitted predictions, survive a reload (js/lab-memory.js).
  */
 import {getRuntime} from "./runtime.js";
 import {isDone, markStep} from "./progress.js";
 import {renderMarkdown} from "./md.js";
 import {el} from "./dom.js";
-import {encodeSpec, openGpu, prepareSpec, release} from "./gpu.js";
+import {draftOf, isPredicted, isRevealed, markPredicted, markRevealed, saveDraft} from "./lab-memory.js";
+import {openGpu, prepareSpec, release, timeDispatch} from "./gpu.js";
 
 const CHECK_TIMEOUT_MS = 20000;
 const SPEC_TIMEOUT_MS = 60000;
@@ -31,7 +38,47 @@ let timing = null;  // {adapter, d, rows: [{n, tiled_ms, naive_ms}]}
 
 document.addEventListener("lab:compared", (event) => {
   observed = event.detail || null;
+  applyVeils();
 });
+
+/* ---- predict first: results hidden until the prediction is in ----------------------------- */
+
+const VEIL_TARGETS = {compare: ["compare"], plan: ["plan", "tile-bytes", "dispatch", "tile-bar"]};
+let hiders = [];  // the steps whose statement says `hides`, in order
+
+function shownRunMatches(when) {
+  const params = observed && observed.params;
+  return Object.entries(when || {}).every(([key, value]) => params && Number(params[key]) === value);
+}
+
+function pendingHider() {
+  return hiders.find((item) => !isPredicted(item.id) && !isRevealed(item.id) && !isDone("lab", item.id, null) &&
+                               shownRunMatches(item.hides.when)) || null;
+}
+
+function applyVeils() {
+  const pending = pendingHider();
+  const hidden = new Set(pending ? pending.hides.targets.flatMap((t) => VEIL_TARGETS[t] || []) : []);
+  for (const id of Object.values(VEIL_TARGETS).flat()) {
+    const node = document.getElementById(id);
+    if (!node) continue;
+    if (hidden.has(id)) node.dataset.veiled = pending.id;
+    else delete node.dataset.veiled;
+  }
+  const note = document.getElementById("compare-veil");
+  if (!note || !pending) return;
+  const reveal = el("button", {type: "button", class: "secondary", "data-testid": "compare-reveal",
+                               text: "Show it without predicting"});
+  reveal.addEventListener("click", () => {
+    markRevealed(pending.id);
+    applyVeils();
+  });
+  note.replaceChildren(
+      el("p", {}, `This result is hidden until you submit your prediction in step ${pending.number}, ` +
+         `“${pending.title}”: predict first, then look. `,
+         el("a", {href: `#lab-step-${pending.id}`, text: `Go to step ${pending.number}`}), "."),
+      el("p", {}, reveal));
+}
 
 function ensureStylesheet() {
   if (document.querySelector('link[href$="css/exercise.css"]')) return;
@@ -65,21 +112,14 @@ function gpuOnce() {
   return gpuPromise;
 }
 
-/* Median wall time (submit -> onSubmittedWorkDone) of one spec, after a warm-up dispatch. */
+/* Median wall time (submit -> onSubmittedWorkDone, gpu.js's timeDispatch) of one spec, after
+ * a warm-up dispatch. */
 async function timeSpec(gpu, spec) {
   const ready = await prepareSpec(gpu, spec);
   try {
-    const once = async () => {
-      const encoder = gpu.device.createCommandEncoder();
-      encodeSpec(encoder, ready);
-      const started = performance.now();
-      gpu.device.queue.submit([encoder.finish()]);
-      await gpu.device.queue.onSubmittedWorkDone();
-      return performance.now() - started;
-    };
-    await once();
+    await timeDispatch(gpu, ready);
     const times = [];
-    for (let i = 0; i < TIMING_REPEATS; i++) times.push(await once());
+    for (let i = 0; i < TIMING_REPEATS; i++) times.push((await timeDispatch(gpu, ready)).wallMs);
     times.sort((a, b) => a - b);
     return times[Math.floor(times.length / 2)];
   } finally {
@@ -98,8 +138,9 @@ function parseSizes(text) {
 
 function renderTimingPanel(defaults, runtime) {
   const box = el("div", {class: "lab-timing", "data-testid": "lab-timing", "data-status": "idle"});
-  const sizes = el("input", {type: "text", value: defaults.sizes.join(", "), size: "24",
+  const sizes = el("input", {type: "text", value: draftOf("timing-sizes") || defaults.sizes.join(", "), size: "24",
                              "data-testid": "lab-timing-sizes", "aria-label": "sequence lengths N to time"});
+  sizes.addEventListener("input", () => saveDraft("timing-sizes", sizes.value));
   const button = el("button", {type: "button", "data-testid": "lab-timing-run", text: "Time the shaders"});
   const status = el("p", {class: "small", role: "status", text:
       `One head, d = ${defaults.d}, float32; each (shader, N) is dispatched once to warm up, ` +
@@ -109,7 +150,8 @@ function renderTimingPanel(defaults, runtime) {
                    el("thead", {}, el("tr", {},
                       ...["N", "tiled ms", "naive ms", "naive / tiled", "tiled GFLOP/s"].map(
                           (t) => el("th", {scope: "col", text: t})))), body);
-  box.append(el("div", {class: "answer"}, el("label", {}, "N: ", sizes), button), status, table);
+  box.append(el("div", {class: "answer"}, el("label", {}, "N: ", sizes), button), status,
+             el("div", {class: "table-scroll"}, table));
   button.addEventListener("click", async () => {
     let list;
     try {
@@ -160,7 +202,7 @@ function renderTimingPanel(defaults, runtime) {
 
 function renderStep(item, runtime) {
   const done = isDone("lab", item.id, null);
-  const li = el("li", {class: "lab-step", "data-testid": "lab-step", "data-step": item.id,
+  const li = el("li", {class: "lab-step", id: `lab-step-${item.id}`, "data-testid": "lab-step", "data-step": item.id,
                        "data-status": done ? "pass" : "todo"});
   li.append(el("h3", {}, `${item.number}. `, el("span", {class: "lab-kind", text: item.kind}),
                ` ${item.title}`, el("span", {class: "small", text: ` · ${item.minutes} min`})));
@@ -193,9 +235,12 @@ function renderStep(item, runtime) {
                            text: done ? "Done earlier — saved in your progress." : ""});
   form.append(verdict);
   li.append(form);
+  restoreDraft(item, li);
+  for (const type of ["input", "change"]) form.addEventListener(type, () => saveDraft(item.id, answerOf(item, li)));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const answer = answerOf(item, li);
+    if (answer !== null && answer !== "") markPredicted(item.id);
     button.disabled = true;
     verdict.textContent = "Checking…";
     verdict.dataset.status = "running";
@@ -212,9 +257,22 @@ function renderStep(item, runtime) {
       verdict.dataset.status = "error";
     } finally {
       button.disabled = false;
+      applyVeils();
     }
   });
   return li;
+}
+
+/* The answer typed or picked before a reload, not yet checked. */
+function restoreDraft(item, stepEl) {
+  const draft = draftOf(item.id);
+  if (draft === undefined || draft === null) return;
+  if (item.answer.kind === "choice") {
+    const radio = stepEl.querySelector(`input[type="radio"][value="${Number(draft)}"]`);
+    if (radio) radio.checked = true;
+  } else {
+    stepEl.querySelector('[data-testid="lab-answer"]').value = String(draft);
+  }
 }
 
 /* Builds the steps; `lastComparison()` gives the latest comparison detail (or null). */
@@ -239,11 +297,14 @@ export async function mountGuidedSteps(lastComparison = () => null) {
   } catch (error) {
     section.append(el("p", {class: "notice", text:
         `The guided steps are unavailable: data/exercises.json could not be loaded (${error.message}).`}));
+    applyVeils();  // no step to predict in: show every result
     return;
   }
   if (!observed) observed = lastComparison() || null;
+  hiders = steps.filter((item) => item.hides);
   const runtime = getRuntime();
   const list = el("ol", {class: "lab-steps"});
   for (const item of steps) list.append(renderStep(item, runtime));
   section.append(list);
+  applyVeils();
 }

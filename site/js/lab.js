@@ -9,7 +9,10 @@
  * [data-testid=adapter] names the adapter; [data-testid=tile-bytes] shows "<used> / 16384 bytes".
  * After every run the page dispatches `lab:compared` on document with the numbers in
  * event.detail (see `report` below), for the guided steps (js/lab-steps.js, loaded if present).
- * Inputs can be preset from the URL: lab.html?n=77&d=32&causal=1&padding=5&heads=1&seed=3&precision=float16
+ * Inputs can be preset from the URL: lab.html?n=77&d=32&causal=1&padding=5&heads=1&seed=3&precision=float16;
+ * otherwise the inputs of the last visit come back (js/lab-memory.js).
+ * While a guided step's prediction is pending, js/lab-steps.js hides the results it asks about
+ * ([data-veiled] on the compare box); they are computed and reported as always.
  *
  * A run shows its stage and elapsed time ([data-testid=run-progress]) and can be cancelled
  * ([data-testid=cancel]: the Python worker is terminated and restarted, the only way to stop
@@ -18,6 +21,7 @@
  */
 import {getRuntime} from "./runtime.js";
 import {openGpu, runSpec} from "./gpu.js";
+import {savedForm, saveForm} from "./lab-memory.js";
 
 const $ = (id) => document.getElementById(id);
 const STAGES = ["runtime", "numpy", "nlpcore"];
@@ -82,6 +86,17 @@ gpuReady.then(({gpu, error}) => {
 });
 
 /* ---- inputs ----------------------------------------------------------------------------- */
+
+/* The inputs the learner last chose (js/lab-memory.js), so that a reload keeps them. */
+function restoreForm() {
+  const saved = savedForm();
+  if (!saved) return;
+  for (const field of FIELDS) {
+    if (saved[field] !== null && saved[field] !== undefined) $(`in-${field}`).value = String(saved[field]);
+  }
+  $("in-causal").checked = Boolean(saved.causal);
+  if (PRECISIONS.includes(saved.precision)) $("in-precision").value = saved.precision;
+}
 
 function presetFromUrl() {
   const query = new URLSearchParams(location.search);
@@ -343,10 +358,13 @@ async function loadGuidedSteps() {
     }
   } catch (error) {
     console.warn(`guided steps unavailable: ${error.message}`);
+    delete $("compare").dataset.veiled;  // no step asks for a prediction: show the results
   }
 }
 
-presetFromUrl();
+restoreForm();
+presetFromUrl();  // a link's inputs win over the remembered ones
+for (const type of ["input", "change"]) $("lab-form").addEventListener(type, () => saveForm(readParams()));
 $("lab-form").addEventListener("submit", (event) => {
   event.preventDefault();
   runComparison();

@@ -7,6 +7,8 @@
 // computes a shard, a schedule or a merge itself.
 
 import { getRuntime } from "./runtime.js";
+import { createPlayer } from "./player.js";
+import { fillSelect } from "./form.js";
 
 const $ = (id) => document.getElementById(id);
 const fmt = (x) => Number(x).toLocaleString("en-US");
@@ -17,7 +19,7 @@ const COLORS = {
 };
 const SHARD_HUES = [210, 25, 140, 280, 0, 55, 185, 320];
 
-const view = { result: null, pos: 0, playing: false, timer: null };
+const view = { result: null, player: null }; // player: js/player.js over ring steps 0..P-1
 
 function setStatus(state, text) {
   const s = $("ring-status");
@@ -185,19 +187,19 @@ function renderTables(res, step) {
   }));
 }
 
-function render() {
+function render(pos) {
   const res = view.result;
   if (!res) return;
-  const step = res.steps[view.pos];
+  const step = res.steps[pos];
   const p = res.params.devices;
-  $("ring-pos").textContent = String(view.pos);
+  $("ring-pos").textContent = String(pos);
   $("ring-total").textContent = String(p - 1);
   drawRing(res, step);
-  drawWork(res, view.pos);
+  drawWork(res, pos);
   renderTables(res, step);
   const busy = step.devices.filter((d) => d.work > 0).length;
   const sent = step.sends.reduce((a, s) => a + s.bytes, 0);
-  $("ring-event").textContent = `Step ${view.pos}: device r holds the K/V shard of device (r − ${view.pos}) mod ${p}; ` +
+  $("ring-event").textContent = `Step ${pos}: device r holds the K/V shard of device (r − ${pos}) mod ${p}; ` +
     (busy === p ? `all ${p} devices compute. ` : `${busy} of ${p} devices compute, the rest wait. `) +
     (step.sends.length ? `Then every device passes its shard on: ${fmt(sent)} bytes in flight.` :
       "Last step: nothing is sent; every device now has its exact output.");
@@ -211,38 +213,7 @@ function render() {
   const exact = $("ring-exact");
   exact.dataset.maxAbsErr = String(res.max_abs_err);
   exact.textContent = `The ring's output against reference attention: max |Δ| = ${res.max_abs_err.toExponential(2)} (float32).`;
-  for (const [id, off] of [["ring-first", view.pos === 0], ["ring-prev", view.pos === 0],
-    ["ring-next", view.pos >= p - 1], ["ring-last", view.pos >= p - 1]]) $(id).disabled = off;
-  $("ring-play").disabled = false;
-}
 
-function goTo(pos) {
-  if (!view.result) return;
-  view.pos = Math.max(0, Math.min(view.result.params.devices - 1, pos));
-  render();
-}
-
-function setPlaying(on) {
-  view.playing = on;
-  $("ring-play").textContent = on ? "Pause" : "Play";
-  clearInterval(view.timer);
-  if (on) {
-    if (view.result && view.pos >= view.result.params.devices - 1) goTo(0);
-    view.timer = setInterval(() => {
-      if (!view.result || view.pos >= view.result.params.devices - 1) setPlaying(false);
-      else goTo(view.pos + 1);
-    }, 900);
-  }
-}
-
-function fillSelect(select, values, wanted) {
-  select.replaceChildren(...values.map((v) => {
-    const o = document.createElement("option");
-    o.value = String(v);
-    o.textContent = String(v);
-    return o;
-  }));
-  select.value = String(values.includes(wanted) ? wanted : values[0]);
 }
 
 function readParams() {
@@ -256,14 +227,13 @@ function readParams() {
 }
 
 async function run(rt) {
-  setPlaying(false);
+  view.player.setPlaying(false);
   const params = readParams();
   setStatus("running", "Running ring.forward with trace=[] …");
   $("ring-run").disabled = true;
   try {
     const res = await rt.call("ringviz.trace", params, { timeoutMs: 60000 });
     view.result = res;
-    view.pos = 0;
     setStatus("ready", `Trace ready: ${res.params.devices} devices, ${res.params.n} rows, ` +
       `${res.params.layout} layout${res.params.causal ? ", causal" : ""}.`);
     const url = new URL(window.location.href);
@@ -271,7 +241,7 @@ async function run(rt) {
     for (const key of ["n", "devices", "layout"]) url.searchParams.set(key, String(params[key]));
     url.searchParams.set("causal", params.causal ? "1" : "0");
     history.replaceState(null, "", url);
-    render();
+    view.player.goTo(0);
   } catch (err) {
     setStatus("error", `The ring could not be traced: ${err.message}`);
   } finally {
@@ -285,11 +255,15 @@ async function main() {
   document.querySelector("h1").textContent = "Step through the ring";
   document.title = "Ring visualizer — FlashAttention lab";
   $("view-ring").setAttribute("aria-current", "page");
-  $("ring-first").addEventListener("click", () => { setPlaying(false); goTo(0); });
-  $("ring-prev").addEventListener("click", () => { setPlaying(false); goTo(view.pos - 1); });
-  $("ring-next").addEventListener("click", () => { setPlaying(false); goTo(view.pos + 1); });
-  $("ring-last").addEventListener("click", () => { setPlaying(false); goTo(Infinity); });
-  $("ring-play").addEventListener("click", () => setPlaying(!view.playing));
+  view.player = createPlayer({
+    last: () => (view.result ? view.result.params.devices - 1 : 0),
+    onChange: render,
+    controls: {first: $("ring-first"), prev: $("ring-prev"), play: $("ring-play"), next: $("ring-next"),
+               end: $("ring-last")},
+    intervalMs: () => 900,
+    keys: true,
+    live: $("ring-event"),
+  });
   const rt = getRuntime();
   rt.onProgress((ev) => {
     if ($("ring-status").dataset.status === "loading" && ev && ev.message) setStatus("loading", `Starting Python: ${ev.message}`);

@@ -70,7 +70,8 @@ async function main() {
     return;
   }
   const mode = path.endsWith(".py") ? "python" : path.endsWith(".wgsl") ? "text/x-csrc" : null;
-  CodeMirror(view, { value: text, mode, readOnly: true, lineNumbers: true, viewportMargin: Infinity });
+  CodeMirror(view, { value: text, mode, readOnly: true, lineNumbers: true, viewportMargin: Infinity,
+                     screenReaderLabel: `source of ${path}` });
   view.dataset.lines = String(text.split("\n").length);
 }
 

@@ -72,7 +72,7 @@ def test_esc_then_shift_tab_leaves_backwards_and_any_key_returns_to_editing(page
 
 
 def test_ctrl_enter_runs_the_checks_from_the_editor_and_from_the_page(page, site_url, browser_helpers):
-    open_step(page, site_url, browser_helpers)
+    open_step(page, site_url, browser_helpers, step="scratch")
     page.click("#editor-host .CodeMirror-code")
     page.keyboard.press("Control+Enter")
     page.wait_for_function(RESULTS_DONE, timeout=60000)

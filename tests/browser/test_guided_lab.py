@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pathlib
 
+from nlpcore.kernels import tiling
 from nlpcore.lab import guided
 
 
@@ -104,3 +105,61 @@ def test_guided_lab_end_to_end(page, site_url, browser_helpers, tmp_path):
     page.locator("[data-testid=lab-step]").first.wait_for(timeout=60000)
     statuses = page.eval_on_selector_all("[data-testid=lab-step]", "els => els.map(e => e.dataset.status)")
     assert statuses == ["pass"] * len(guided.STEPS)
+
+
+def _visible(page, selector):
+    return page.locator(selector).first.is_visible()
+
+
+def test_predictions_come_before_results_and_answers_survive_a_reload(page, site_url, browser_helpers):
+    """Issue 23.3: a step's prediction hides the result it asks about until it is submitted;
+    typed answers, the form and submitted predictions survive a reload; step 4 asks for a d
+    that changes the plan, and every d ≤ 64 really shares one (checked on the page)."""
+    page.goto(f"{site_url}lab.html")
+    page.locator("[data-testid=lab-step]").first.wait_for(timeout=60000)
+    assert browser_helpers.wait_for_runtime(page) == "ready"
+    assert browser_helpers.wait_for_status(page, "compare", ["match", "no-webgpu"]) in ("match", "no-webgpu")
+    # The comparison ran, but its numbers stay hidden behind step 1's prediction.
+    assert page.get_attribute("[data-testid=compare]", "data-veiled") == "predict-agree"
+    assert _visible(page, "[data-testid=compare-veil]")
+    assert not _visible(page, "#verdict") and not _visible(page, "#results")
+    assert "step 1" in page.inner_text("[data-testid=compare-veil]")
+
+    # Unchecked answers and the inputs survive a reload.
+    page.locator("[data-step=run-compare] [data-testid=lab-answer]").fill("4.2e-7")
+    page.locator("[data-step=why-not-zero] input[type=radio][value='2']").check()
+    page.fill("#in-d", "48")
+    page.reload()
+    page.locator("[data-testid=lab-step]").first.wait_for(timeout=60000)
+    assert page.input_value("[data-step=run-compare] [data-testid=lab-answer]") == "4.2e-7"
+    assert page.is_checked("[data-step=why-not-zero] input[type=radio][value='2']")
+    assert page.input_value("#in-d") == "48"
+    assert page.get_attribute("[data-testid=compare]", "data-veiled") == "predict-agree"
+
+    # A submitted prediction, right or wrong, shows the result, and stays submitted.
+    assert answer(page, "predict-agree", choice=0)[0] == "fail"
+    assert page.get_attribute("[data-testid=compare]", "data-veiled") is None
+    browser_helpers.wait_for_status(page, "compare", ["match", "no-webgpu"])
+    assert _visible(page, "#verdict")
+    page.reload()
+    page.locator("[data-testid=lab-step]").first.wait_for(timeout=60000)
+    browser_helpers.wait_for_status(page, "compare", ["match", "no-webgpu"])
+    assert page.get_attribute("[data-testid=compare]", "data-veiled") is None
+
+    # Step 4: every d up to one chunk of head dims shares the plan; TILE_D changes it.
+    chunk = 4 * tiling.CHUNK4
+    step4 = page.inner_text("[data-step=tile-bytes]")
+    assert f"d ≤ {chunk}" in step4 and f"d = {guided.TILE_D}" in step4
+    used = {}
+    for d in (chunk // 2, chunk, guided.TILE_D):
+        rerun(page, browser_helpers, d, ["match", "no-webgpu"])
+        used[d] = page.get_attribute("[data-testid=tile-bytes]", "data-bytes")
+    assert used[chunk // 2] == used[chunk] != used[guided.TILE_D], used
+
+    # Step 5 hides the refusal at d = REFUSE_D (verdict and plan panel) until predicted.
+    rerun(page, browser_helpers, guided.REFUSE_D, ["error", "match", "no-webgpu"])
+    assert page.get_attribute("[data-testid=compare]", "data-veiled") == "tile-refuse"
+    assert page.evaluate("getComputedStyle(document.getElementById('plan')).visibility") == "hidden"
+    page.click("[data-testid=compare-reveal]")
+    assert page.get_attribute("[data-testid=compare]", "data-veiled") is None
+    assert page.evaluate("getComputedStyle(document.getElementById('plan')).visibility") == "visible"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import urllib.request
 
 import pytest
@@ -16,6 +17,7 @@ SECTIONS = ["section-objectives", "section-episodes", "section-claims", "section
             "section-labs", "section-library", "section-sources", "start-here"]
 PROGRESS_READY = "document.querySelector('[data-testid=progress]').dataset.state === 'ready'"
 STORAGE_KEY = "fa-lab-progress-v1"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def shots(tmp_path) -> pathlib.Path:
@@ -173,3 +175,37 @@ def test_source_viewer_states_why_a_path_is_missing(page, site_url):
     status.wait_for(state="visible")
     assert "no source file" in status.inner_text()
     assert page.locator("#source-list li").count() > 5
+
+
+def test_episode2_try_it_starts_at_the_sizes_its_question_names(page, site_url, lab_dist):
+    """Issue 23.9: the question asks about d and Br = Bc; the form starts there, so Run answers it."""
+    html = (lab_dist / "index.html").read_text(encoding="utf-8")
+    cell = html[html.index('data-testid="cell-gpu"'):]
+    question = cell[:cell.index("</div>")]
+    d = re.search(r'<span class="tex">d = (\d+)</span>', question).group(1)
+    b = re.search(r'<span class="tex">B_r = B_c = (\d+)</span>', question).group(1)
+    page.goto(site_url + "index.html")
+    form = "[data-testid=cell-gpu] input[name={}]"
+    assert [page.input_value(form.format(k)) for k in ("d", "br", "bc")] == [d, b, b]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "site" / "img").glob("*.svg")))
+def test_svg_figures_keep_every_text_inside_their_frame(page, site_url, name):
+    page.goto(f"{site_url}img/{name}")
+    outside = page.evaluate(
+        "() => { const svg = document.documentElement; const f = svg.getBoundingClientRect(); const out = [];"
+        " for (const t of svg.querySelectorAll('text')) { const b = t.getBoundingClientRect();"
+        "   if (b.left < f.left - 0.5 || b.top < f.top - 0.5 || b.right > f.right + 0.5"
+        "       || b.bottom > f.bottom + 0.5)"
+        "     out.push([t.textContent, Math.round(b.left - f.left), Math.round(b.right - f.left)]); }"
+        " return out; }")
+    assert not outside, f"{name}: text clipped at the frame (text, left, right): {outside}"
+
+
+def test_an_empty_episode_field_says_it_is_empty(page, site_url):
+    page.goto(f"{site_url}index.html")
+    page.fill("[data-testid=cell-exact] input[name=n]", "")
+    page.click("[data-testid=cell-run-exact]")
+    page.wait_for_selector("[data-testid=cell-exact][data-status=error]")
+    out = page.inner_text("[data-testid=cell-output-exact]")
+    assert out.startswith("N is empty") and "got 0" not in out, out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,53 @@ def test_time_your_gpu_runs_both_shaders_and_checks_them(page, site_url):
     assert rows[0].get_attribute("data-valid") == "true"
     assert float(rows[0].get_attribute("data-speedup")) > 0
     assert "match NumPy" in rows[0].inner_text()
+    # Times and rates in a unit that keeps their digits readable: 1 ≤ mantissa < 1000, no exponent.
+    cells = [c.inner_text() for c in rows[0].query_selector_all("td")]
+    for text in (cells[1], cells[2], cells[4]):
+        assert re.fullmatch(r"\d+(\.\d+)? (s|ms|µs|ns|[kMGT]FLOP/s)", text), cells
+        assert 1 <= float(text.split()[0]) < 1000, cells
+
+
+def test_time_my_gpu_reads_in_plain_units_and_its_text_matches_the_records(page, site_url, lab_dist):
+    """Issue 23.9: no "1.34e+3 ms" or "0.000808 TFLOP/s", and the sentence beside the button
+    states the CPU adapters' recorded speed-ups (not "wins by little" beside 3×)."""
+    page.goto(site_url + "performance.html")
+    got = page.evaluate("""async () => {
+      const f = await import('./js/perf/format.js');
+      return [f.milliseconds(1340), f.milliseconds(0.5), f.flopRate(8.08e8), f.flopRate(2.41e12),
+              f.seconds(0.0123), f.bytes(1536), f.times(3.3)];
+    }""")
+    assert got == ["1.34 s", "500 µs", "808 MFLOP/s", "2.41 TFLOP/s", "12.3 ms", "1.54 kB", "3.30×"]
+
+    record = json.loads((lab_dist / "bench/results/webgpu_attention.json").read_text())
+    ratios = [s["naive_over_tiled"] for e in record["engines"] if e.get("rows")
+              for s in e.get("speedups", []) if s.get("heads", 1) == 1]
+    page.wait_for_function("document.getElementById('gpu-bench-expect-cpu').textContent.includes('×')")
+    text = page.inner_text("[data-testid=gpu-bench-expect]")
+    assert "by little" not in text
+    assert f"{min(ratios):.2f}×" in text and f"{max(ratios):.2f}×" in text, text
+
+
+def chart_colours(page, canvas_ids):
+    """{dataset label: colour} of the Chart.js charts drawn on the given canvases."""
+    return page.evaluate(
+        "ids => { const out = {}; for (const id of ids) { const c = Chart.getChart(document.getElementById(id));"
+        " if (!c) throw new Error('no chart on ' + id);"
+        " for (const d of c.data.datasets) out[d.label] = d.backgroundColor; } return out; }",
+        canvas_ids)
+
+
+def test_triton_backends_have_one_colour_everywhere(page, site_url, lab_dist):
+    assert (lab_dist / "bench/results/triton_h200.json").is_file()
+    page.goto(f"{site_url}performance.html")
+    page.wait_for_function("document.querySelector('[data-testid=\"section-triton\"]').dataset.status"
+                           " === 'recorded'", timeout=60000)
+    on_performance = chart_colours(page, ["chart-triton-fwd", "chart-triton-bwd"])
+    page.goto(f"{site_url}exercise.html?id=triton&step=compose")
+    page.wait_for_function("document.getElementById('plot-note').dataset.state === 'ready'",
+                           timeout=60000)
+    on_exercise = chart_colours(page, ["plot-fwd", "plot-bwd"])
+    # Every backend the exercise plots has the performance page's colour (the page may plot more:
+    # the forward-only FlashAttention-3 kernel is not on the exercise's chart).
+    assert {label: on_performance.get(label) for label in on_exercise} == on_exercise, (on_exercise, on_performance)
+    assert len(set(on_performance.values())) == len(on_performance) >= 4  # one colour per backend

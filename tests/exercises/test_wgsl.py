@@ -18,7 +18,7 @@ from nlpcore.kernels import tiling
 from nlpcore import shaders
 from nlpcore.lab import exercise
 from nlpcore.lab.exercises.wgsl import cases, expressions, hardening, patches, planted_bugs, reader, sizing
-from nlpcore.lab.session import grade, verify_js
+from nlpcore.lab.verdict import grade, verify_js
 
 from .helpers import marker
 

@@ -11,7 +11,7 @@ below its own, and the browser layers come below the native ones:
   only) imports wgpu inside the function that needs it, so importing it costs nothing.
 - a native module needs torch and triton (an NVIDIA GPU, or Triton's CPU interpreter); it may
   import any browser module, and no browser module imports it.
-- outside this package a kernel imports only ``nlpcore.hardware`` and ``nlpcore.tolerances``,
+- outside this package a kernel imports only ``nlpcore.hardware`` (the figures of real GPUs),
   and this ``__init__`` imports nothing, so ``import nlpcore.kernels`` loads no kernel.
 
 A new module goes into the lowest layer above everything it imports.
@@ -20,16 +20,17 @@ A new module goes into the lowest layer above everything it imports.
 # Browser layers, bottom first: NumPy only.
 BROWSER_LAYERS = (
     ("_checks", "dropout"),  # input checks; the keep-mask hash
-    ("io_model", "online_softmax", "reference", "tiling"),  # HBM traffic; the (m, l) monoid; the oracle; the shader's tile plan
+    ("io_model", "online_softmax", "reference", "tiling"),  # HBM traffic; the monoid; the oracle; the tile plan
     ("flash_wgsl_mirror", "trace"),  # the shader's NumPy twin; counted tile moves
-    ("flash_np", "flash_wgpu"),  # tiled attention in NumPy; the shader through wgpu-py
+    ("flash_np", "flash_wgpu", "flash_wgsl_int8"),  # tiled attention; the shader via wgpu-py; the int8 shader's twin
     ("split_k",),  # split-K decoding: flash_np's partials merged by the monoid
     ("ring",),  # ring attention over split_k's partials
 )
 
 # Native layers, above every browser layer: torch and triton.
 NATIVE_LAYERS = (
-    ("dropout_triton", "split_k_triton", "triton_tuning", "flash_fa3_gluon"),  # the hash in registers; Flash-Decoding; tile sizes; FlashAttention-3's Hopper kernel (Gluon)
+    # the hash in registers; Flash-Decoding; tile sizes; FlashAttention-3's Hopper kernel (Gluon)
+    ("dropout_triton", "split_k_triton", "triton_tuning", "flash_fa3_gluon"),
     ("flash_triton_bwd",),  # the backward kernels
     ("flash_triton",),  # the forward kernel and the wrappers (forward, backward, attention)
     ("flash_fa3",),  # FlashAttention-3's wrapper (falls back to flash_triton)
@@ -38,4 +39,4 @@ NATIVE_LAYERS = (
 # (nlpcore.lab.exercises.triton.check_triton), not here.
 
 # What a kernel may import from nlpcore outside this package.
-OUTSIDE = ("nlpcore.hardware", "nlpcore.tolerances")
+OUTSIDE = ("nlpcore.hardware",)

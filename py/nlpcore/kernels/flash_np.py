@@ -14,7 +14,8 @@ Forward, for a query tile i (rows q0:q1) and a key tile j (columns k0:k1)::
 
 After the last key tile, O_i is exact softmax(S_i) V and lse_i = m + log l.
 
-Loop order (a documented choice, ``loop_order=``):
+Loop order (a documented choice, ``loop_order=``; one function each, ``_forward_kv_outer`` and
+``_forward_q_outer``, with every step tagged by its line of the paper's algorithm):
 - ``"kv_outer"`` (default) is the paper's Algorithm 1: the outer loop walks key/value tiles,
   the inner loop walks query tiles, and O, l, m are read from and written back to HBM at every
   step. This is the order whose IO the paper analyses (Theorem 2: Θ(N²d²/M)).
@@ -251,7 +252,7 @@ def _forward_kv_outer(x, plan: _Plan, mover: Mover, drop: Optional[_Dropout]):
             tile, p_tile = _tile_softmax(s)  # line 10: m̃_ij, l̃_ij (..., Br); P̃_ij (..., Br, Bc)
             new = combine(old, tile)  # line 11: m_new, l_new
             alpha, beta = _rescale(old.m, tile.m, new.m)  # line 12's e^(m_i − m_new), e^(m̃_ij − m_new)
-            pv = _pv(p_tile, v_j, drop and drop.tile(rows, cols))  # line 12's P̃_ij V_j (dropout: Algorithm 2, line 14)
+            pv = _pv(p_tile, v_j, drop and drop.tile(rows, cols))  # line 12's P̃_ij V_j (Algorithm 2, line 14)
             o_i = _normalise(alpha * (old.l[..., None] * o_i) + beta * pv, new.l)  # line 12
             mover.state(i, j, rows, new.m, new.l)
             mover.store("O", o, rows, o_i, i)  # line 12: write O_i to HBM

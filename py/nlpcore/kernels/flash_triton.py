@@ -66,7 +66,6 @@ other module of ``nlpcore`` imports it (the rule is written in ``nlpcore.kernels
 from __future__ import annotations
 
 import math
-import os
 
 try:
     import torch

@@ -57,7 +57,7 @@ def _bwd_dkdv_inner(
     Q, DO, DQ, LSE, DELTA, stride_n, pid_bh,
     # sizes: this block's keys (Bc,), query offsets in a block (Br,), head-dim offsets (d,)
     offs_n, offs_m0, offs_d, n_q, n_k, sm_scale, qk_scale,
-    # dropout: as in _fwd_kernel; key(col) of this block's keys (Bc,)
+    # dropout: as in flash_triton._fwd_kernel; key(col) of this block's keys (Bc,)
     seed_key, col_keys, thresh, keep_scale,
     # meta-parameters, the same for every call of one program
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, ATOMIC_DQ: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -94,7 +94,8 @@ def _bwd_dkdv_inner(
             p_t = tl.where(allowed, p_t, 0.0)
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (Bc, Br) = (dO Vᵀ)ᵀ
         if DROPOUT:  # the forward's keep bits, redrawn in transposed form (keys along rows)
-            keep_t = dropout_triton.keep_t(dropout_triton.row_keys(seed_key, pid_bh, offs_m), col_keys, thresh)  # (Bc, Br)
+            row_keys = dropout_triton.row_keys(seed_key, pid_bh, offs_m)  # (Br,)
+            keep_t = dropout_triton.keep_t(row_keys, col_keys, thresh)  # (Bc, Br)
             dv = tl.dot(tl.where(keep_t, p_t, 0.0).to(do.dtype), do, acc=dv, input_precision=PRECISION)
             # dP = dP̃ ∘ keep / (1 − p); the scale rides in the multiply-add with D
             ds_t = p_t * (tl.where(keep_t, dp_t, 0.0) * keep_scale - delta[None, :])
@@ -120,7 +121,7 @@ def _bwd_dkdv_kernel(
     Q, K, V, DO, LSE, DELTA, DK, DV, DQ,
     # sizes and scales
     n_q, n_k, sm_scale, qk_scale,
-    # dropout: as in _fwd_kernel
+    # dropout: as in flash_triton._fwd_kernel
     seed_key, thresh, keep_scale,
     size_class,  # read by the autotuner only (triton_tuning.size_class)
     # meta-parameters
@@ -238,7 +239,7 @@ def _bwd_dq_kernel(
     # pointers, all contiguous: Q, dO, dQ (B, H, Nq, d); K, V (B, H, Nk, d); LSE, DELTA (B, H, Nq)
     Q, K, V, DO, LSE, DELTA, DQ,
     n_q, n_k, sm_scale, qk_scale,
-    seed_key, thresh, keep_scale,  # dropout: as in _fwd_kernel
+    seed_key, thresh, keep_scale,  # dropout: as in flash_triton._fwd_kernel
     size_class,  # read by the autotuner only (triton_tuning.size_class)
     HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DROPOUT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,

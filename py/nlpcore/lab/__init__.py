@@ -25,9 +25,10 @@ import sys
 from typing import Dict, List, Optional
 
 from .exercises import discover as _discover
-from . import session as _session
+from . import verdict as _verdict
 from .model import Exercise
-from .session import grade as _grade, library_changed, verify_js as _verify_js
+from .session import library_changed
+from .verdict import grade as _grade, verify_js as _verify_js
 
 # Whether the learner's phase of a grade runs in a separate process (CPython; not Pyodide).
 SEPARATE_PROCESS = sys.platform != "emscripten" and hasattr(os, "fork")
@@ -64,18 +65,18 @@ def grade(ex_id: str, step_id: str, code: str, seed: Optional[int] = None) -> di
 
     In CPython the learner's code runs in a fresh Python process with a time limit
     (:mod:`nlpcore.lab.runner`) and this interpreter, which never runs it, judges what came back
-    (:func:`nlpcore.lab.session.judge`). Where processes cannot be started (Pyodide) both phases
-    run in this interpreter (:func:`nlpcore.lab.session.grade`); the page instead judges in a
+    (:func:`nlpcore.lab.verdict.judge`). Where processes cannot be started (Pyodide) both phases
+    run in this interpreter (:func:`nlpcore.lab.verdict.grade`); the page instead judges in a
     second worker (:mod:`nlpcore.web.exercises`)."""
     ex = exercise(ex_id)
     ex.step(step_id)                        # ValueError names the steps
     if not isinstance(code, str):
         raise TypeError("code must be a str of source, got %s" % type(code).__name__)
-    seed = _session.new_seed() if seed is None else seed
+    seed = _verdict.new_seed() if seed is None else seed
     if not SEPARATE_PROCESS:
         return _grade(ex, step_id, code, seed)
     from . import runner
-    return _session.judge(ex, step_id, runner.collect(ex_id, step_id, code, seed))
+    return _verdict.judge(ex, step_id, runner.collect(ex_id, step_id, code, seed))
 
 
 def verify_js(ex_id: str, step_id: str, check_id: str, code: str, job, outputs) -> dict:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional, Sequence
 
 from ..plain import to_plain
+from ..refusal import RefusedCall  # noqa: F401  (part of the model's vocabulary)
 
 LADDER_KINDS = ("Predict", "Scratch", "Compose", "Probe a claim", "Harden", "Break it", "Port", "Balance")
 LANGUAGES = ("python", "wgsl")  # what a step's learner code is written in
@@ -167,10 +168,6 @@ class CheckFailed(Exception):
 
 class LearnerError(Exception):
     """Learner code could not be loaded (syntax error, exception at import, missing name)."""
-
-
-class RefusedCall(Exception):
-    """Raised when learner code calls a library kernel that the step asks it to write."""
 
 
 def result(check_id: str, title: str, status: str, message: str = "", **details) -> dict:

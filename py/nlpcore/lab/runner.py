@@ -3,7 +3,7 @@
 Three processes take part, and only the last one ever runs learner code:
 
 - the **judge** (the caller of :func:`collect`, e.g. ``nlpcore.lab.grade``) never imports or
-  runs the learner's code; it judges what comes back (:func:`nlpcore.lab.session.judge`);
+  runs the learner's code; it judges what comes back (:func:`nlpcore.lab.verdict.judge`);
 - the **zygote** (``python -m nlpcore.lab.runner``, started once and kept) has imported NumPy and
   the grader and built every exercise, and never runs learner code either: for each request it
   forks
@@ -176,7 +176,7 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(2, 1)                           # the zygote's own prints go to stderr
-    from .. import lab
+    lab = importlib.import_module("nlpcore.lab")   # (by name: nlpcore.lab imports this module)
     from . import session
     lab.exercises()                         # every exercise built once, before any fork
     session.pristine()                      # and the snapshot each learner process restores to
@@ -223,7 +223,7 @@ def _serve(request: dict, keep_closed) -> dict:
 
 
 def _learner(request: dict, fd: int) -> None:
-    from .. import lab
+    lab = importlib.import_module("nlpcore.lab")
     from . import session, wire
     exercises = importlib.import_module("nlpcore.lab.exercises")
     for path in request["paths"]:

@@ -3,7 +3,7 @@ grade (or a later page action that runs in the same Python).
 
 Learner code runs in the grader's own interpreter (CPython in the tests, the page's Pyodide
 worker in the browser). It can rebind names in any module (``np.allclose = ...``,
-``session.judge = ...``, ``builtins.abs = ...``), change a function's code or defaults,
+``verdict.judge = ...``, ``builtins.abs = ...``), change a function's code or defaults,
 mutate module-level containers and the attributes of the exercise objects, install trace hooks,
 redirect ``sys.stdout``, or change NumPy's error state. :class:`Snapshot` records all of that
 once, while the interpreter is still untouched, and :meth:`Snapshot.restore` puts it back after

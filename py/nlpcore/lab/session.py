@@ -1,12 +1,13 @@
-"""The grading session: running the learner's code, and judging what it returned.
+"""The grading session: running the learner's code, phase 1 of a grade.
 
-Phase 1, where the learner's code runs (:func:`collect`): the code is loaded in a fresh
-namespace with its output captured (``stdout``, ``stderr``, ``traceback``), the library's
-kernels refused where a step teaches a kernel (``Step.refuse``, :func:`refusing`), every check's
-``collect`` run, and the interpreter restored afterwards to the state taken before the first
-grade (:mod:`nlpcore.lab.sandbox`); what had to be undone is listed in ``restored``.
-Phase 2 (:func:`judge`): every ``judge`` computes the expected values with the untouched
-library and compares.
+:func:`collect` loads the code in a fresh namespace with its output captured (``stdout``,
+``stderr``, ``traceback``), the library's kernels refused where a step teaches a kernel
+(``Step.refuse``, :mod:`nlpcore.refusal`), runs every check's ``collect`` (through
+:func:`call_learner`), and restores the interpreter afterwards to the state taken before the
+first grade (:mod:`nlpcore.lab.sandbox`); what had to be undone is listed in ``restored``. Its
+result is plain data for :mod:`nlpcore.lab.wire`, judged by :mod:`nlpcore.lab.verdict` in an
+interpreter that never ran learner code (:mod:`nlpcore.lab.runner` in CPython, the page's judge
+worker in the browser).
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import model, refusal, sandbox, wire
+from .. import refusal
+from . import model, sandbox, wire
 from .model import Check, CheckFailed, Exercise, LearnerError, RefusedCall, Step, result
 from ..plain import to_plain
 
@@ -55,7 +57,7 @@ class _Session:
 
 
 class _Grader:
-    """The framework's own bookkeeping, left out of the snapshot (``sandbox_skip``)."""
+    """The grader's own bookkeeping, left out of the snapshot (``sandbox_skip``)."""
     sandbox_skip = True
 
     def __init__(self):
@@ -206,7 +208,7 @@ def _learner_traceback(err: BaseException) -> str:
 def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
     """Run learner code inside: its printed output is captured, the functions of the ``refuse``
     modules (strictly) and of the ``own`` modules (the exercise's; not strictly) refuse its
-    calls (:mod:`nlpcore.lab.refusal`), and afterwards the interpreter is restored to :func:`pristine`.
+    calls (:mod:`nlpcore.refusal`), and afterwards the interpreter is restored to :func:`pristine`.
     Yields the :class:`_Session`; ``session.restored`` lists what had been changed (and
     AUDITED_EVENTS seen): empty for code that kept to itself."""
     for name in tuple(refuse) + tuple(own):  # imported before the snapshot, not inside
@@ -220,7 +222,7 @@ def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
     _grader.active.append(session)
     try:
         with contextlib.redirect_stdout(session.stdout), contextlib.redirect_stderr(session.stderr):
-            with _quiet():
+            with quiet():
                 refusal.install(refuse, session.refusal)
                 refusal.install(own, session.refusal, strict=False)
                 yield session
@@ -233,7 +235,7 @@ def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
 
 
 @contextlib.contextmanager
-def _quiet():
+def quiet():
     """NaN/overflow warnings off: the checks report NaN and overflow themselves."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -379,129 +381,3 @@ def _report_and_record(step: Step, ns: dict):
             except BaseException as err:
                 record[name] = "%s: %s" % (type(err).__name__, err)
     return report, record
-
-
-# ------------------------------------------------------------------------------------------
-# Phase 2: where no learner code ever ran
-# ------------------------------------------------------------------------------------------
-
-def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
-    """The finished grade from what :func:`collect` returned (unpacked by
-    :func:`nlpcore.lab.wire.unpack`): {exercise, step, checks, passed, record, report,
-    elapsed_ms, stdout, stderr, traceback, restored, seed}. Every rule of the verdict is here:
-    ``passed`` needs at least one graded check and every graded check passing, and a grade
-    whose learner side changed the interpreter (``restored``) cannot pass."""
-    step = exercise.step(step_id)
-    start = time.perf_counter()
-    model.set_seed(phase["seed"])
-    verdicts, collected = phase["verdicts"], phase["collected"]
-    if phase.get("stopped"):            # the learner's process ended without a result
-        verdicts = {i: result(c.id, c.title, "error", phase["stopped"])
-                    for i, c in enumerate(step.checks) if c.runner != "local"}
-    checks = []
-    with _quiet():
-        for i, check in enumerate(step.checks):
-            if check.runner == "local":
-                checks.append(result(check.id, check.title, "local", check.explain,
-                                     command=check.command, runner="local"))
-            elif i in verdicts:
-                checks.append(verdicts[i])
-            elif i in collected:
-                checks.append(_judged(check, check.judge, collected[i]))
-            else:
-                checks.append(result(check.id, check.title, "error",
-                                     "the grader received nothing for this check"))
-    return finish(exercise, step, checks, phase, judged_ms=(time.perf_counter() - start) * 1e3)
-
-
-def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
-           judged_ms: float = 0.0) -> dict:
-    """The grade's rules applied to its checks (also after the page ran its jobs)."""
-    restored = list(phase.get("restored") or [])
-    seed = phase.get("seed")
-    if restored:
-        why = ("your code changed the grader's interpreter (%s), so this grade cannot pass"
-               % ", ".join(restored[:3]))
-        checks = [dict(c, status="fail", message=why) if c["status"] == "pass" else c
-                  for c in checks]
-    checks = [dict(c, message="%s (inputs seeded with %d)" % (c["message"], seed))
-              if c["status"] == "fail" and seed is not None and c.get("runner", "python") == "python"
-              and "(inputs seeded with" not in c["message"] else c for c in checks]
-    graded = [c for c in checks if c["status"] != "local"]
-    out = {"exercise": exercise.id, "step": step.id, "checks": checks,
-           "passed": bool(graded) and all(c["status"] == "pass" for c in graded),
-           "record": phase.get("record") or {}, "report": phase.get("report"),
-           "elapsed_ms": round(phase.get("elapsed_ms", 0.0) + judged_ms, 1),
-           "stdout": phase.get("stdout", ""), "stderr": phase.get("stderr", ""),
-           "traceback": phase.get("traceback", ""), "restored": restored, "seed": seed}
-    return out
-
-
-def _judged(check: Check, fn, *args, **details) -> dict:
-    """One judge's verdict. No learner code runs here, so an exception other than CheckFailed is
-    the grader's own failure, and reported as such."""
-    try:
-        message = fn(*args)
-    except CheckFailed as fail:
-        return result(check.id, check.title, "fail", fail.message, **dict(details, **fail.details))
-    except Exception as err:  # a bug in the grader, not in the learner's code
-        return result(check.id, check.title, "error",
-                      "the grader itself failed (%s: %s) -- a fault of the grader, not of your "
-                      "code; please report it" % (type(err).__name__, err), **details)
-    return result(check.id, check.title, "pass", message or "", **details)
-
-
-def grade(exercise: Exercise, step_id: str, code: str, seed: Optional[int] = None) -> dict:
-    """Both phases in this interpreter, the collected data crossing through
-    :mod:`nlpcore.lab.wire` as it would between two: for exercises built in a test, and for
-    Python without subprocesses. :func:`nlpcore.lab.grade` runs phase 1 in a fresh interpreter."""
-    seed = new_seed() if seed is None else seed
-    return judge(exercise, step_id, wire.unpack(wire.pack(collect(exercise, step_id, code, seed))))
-
-
-def conclude(exercise: Exercise, step_id: str, code: str, grade: dict, ran: dict) -> dict:
-    """The finished grade once the page ran its pending jobs: ``ran`` maps a pending check's id
-    to ``{"outputs": {name: bytes}}`` or ``{"error": message, "fails_all": bool}`` (the page's
-    runner could not run it; ``fails_all`` when the code itself is unusable, a shader that does
-    not compile: every graded check then errors with that message). Judge side: the learner's
-    code does not run."""
-    step = exercise.step(step_id)
-    checks, unusable = [], None
-    for c in grade["checks"]:
-        if c["status"] == "pending":
-            got = ran.get(c["id"])
-            if not isinstance(got, dict):
-                c = result(c["id"], c["title"], "error", "the page did not run this check",
-                           runner=c.get("runner"))
-            elif "outputs" in got:
-                c = verify_js(exercise, step_id, c["id"], code, c.get("job"), got["outputs"])
-            else:
-                c = result(c["id"], c["title"], "error", "could not run on %s: %s"
-                           % (c.get("runner"), got.get("error")), runner=c.get("runner"))
-                if got.get("fails_all") and unusable is None:
-                    unusable = str(got.get("error"))
-        checks.append(c)
-    if unusable is not None:
-        checks = [c if c["status"] in ("local", "error") else
-                  result(c["id"], c["title"], "error", "not graded: %s" % unusable,
-                         runner=c.get("runner")) for c in checks]
-    return finish(exercise, step, checks, grade)
-
-
-def new_seed() -> int:
-    """A seed for one grade's inputs (shown in the messages, so a failure can be reproduced)."""
-    return int.from_bytes(os.urandom(4), "little") % 1000000
-
-
-def verify_js(exercise: Exercise, step_id: str, check_id: str, code: str, job, outputs) -> dict:
-    """Second half of a JS-run check: the page ran ``job`` (collected once, by :func:`collect`)
-    and hands back ``outputs``; the verdict is computed here without running the learner's code
-    (``verify`` sees the job, the outputs and the source text only)."""
-    step = exercise.step(step_id)
-    check = next((c for c in step.checks if c.id == check_id), None)
-    if check is None or check.runner in ("python", "local"):
-        raise ValueError("check must name a JS-run check of step %r, got %r" % (step_id, check_id))
-    if not isinstance(code, str):
-        raise TypeError("code must be a str of source, got %s" % type(code).__name__)
-    with _quiet():
-        return _judged(check, check.verify, {"source": code}, job, outputs, runner=check.runner)

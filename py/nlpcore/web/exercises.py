@@ -9,10 +9,12 @@
     exercises.conclude(exercise, step, code, grade, ran) -> the finished grade after the page ran
                                                             the pending (GPU) jobs (judge worker)
     exercises.grade(exercise, step, code)                -> both halves in one worker
-    exercises.scratch(exercise, step, definitions, code) -> {stdout, stderr, traceback, value,
-                                                            restored, elapsed_ms}: runs code
-                                                            against the learner's definitions,
-                                                            ungraded
+    exercises.scratch(exercise, step, definitions, code, keep=False, reset=False)
+                                                         -> {stdout, stderr, traceback, value,
+                                                            plot, runs, restored, elapsed_ms}:
+                                                            runs code against the learner's
+                                                            definitions, ungraded (with keep,
+                                                            in a namespace kept until reset)
     exercises.verify(exercise, step, check, code, job, outputs)
                                                          -> one check's verdict after the page ran
                                                             its job (JS-run checks, e.g. WebGPU)
@@ -36,7 +38,7 @@ import traceback as _traceback
 from typing import Any, Dict, Optional
 
 from .. import lab
-from ..lab import guided, session, wire
+from ..lab import guided, session, verdict, wire
 
 __all__ = ["catalog", "grade", "collect", "judge", "conclude", "scratch", "verify", "lab_check",
            "lab_timing_spec"]
@@ -61,7 +63,7 @@ def catalog() -> list:
 
 
 def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
-    """Grade ``code`` for one step of one exercise; see nlpcore.lab.session.grade."""
+    """Grade ``code`` for one step of one exercise; see nlpcore.lab.grade (in Pyodide: nlpcore.lab.verdict.grade)."""
     return lab.grade(_str(exercise, "exercise"), _str(step, "step"), _str(code, "code"))
 
 
@@ -70,7 +72,7 @@ def collect(exercise: str, step: str, code: str) -> Dict[str, Any]:
     collected data as one JSON text, nlpcore.lab.wire), restored}. Hand ``phase`` to
     :func:`judge` in the judge worker."""
     ex = lab.exercise(_str(exercise, "exercise"))
-    phase = session.collect(ex, _str(step, "step"), _str(code, "code"), session.new_seed())
+    phase = session.collect(ex, _str(step, "step"), _str(code, "code"), verdict.new_seed())
     return {"phase": wire.pack(phase), "restored": phase["restored"]}
 
 
@@ -79,7 +81,7 @@ def judge(exercise: str, step: str, phase: str) -> Dict[str, Any]:
     code: {passed, checks, record, report, stdout, stderr, traceback, restored, seed, elapsed_ms};
     checks that run in the page come back "pending" with their job (then :func:`conclude`)."""
     ex = lab.exercise(_str(exercise, "exercise"))
-    return session.judge(ex, _str(step, "step"), wire.unpack(_str(phase, "phase")))
+    return verdict.judge(ex, _str(step, "step"), wire.unpack(_str(phase, "phase")))
 
 
 def conclude(exercise: str, step: str, code: str, grade: Dict[str, Any],
@@ -91,7 +93,7 @@ def conclude(exercise: str, step: str, code: str, grade: Dict[str, Any],
         raise TypeError("grade: expected the dict judge() returned")
     if not isinstance(ran, dict):
         raise TypeError("ran: expected a dict {check id: {outputs} or {error, fails_all}}")
-    return session.conclude(lab.exercise(_str(exercise, "exercise")), _str(step, "step"),
+    return verdict.conclude(lab.exercise(_str(exercise, "exercise")), _str(step, "step"),
                             _str(code, "code"), grade, ran)
 
 

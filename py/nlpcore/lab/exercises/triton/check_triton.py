@@ -14,7 +14,7 @@ What the grader holds a module to, besides the numbers: it must define at least 
 kernel (``@triton.jit``), each call of ``forward``/``backward``/``attention`` must launch one
 (launches are counted on Triton's own launch path, compiled and interpreted), it may not call
 this grader's ``reference`` or ``plain`` (refused while the module runs, by
-:mod:`nlpcore.lab.refusal`), and its outputs
+:mod:`nlpcore.refusal`), and its outputs
 must have the right dtypes: o, dq, dk, dv in the inputs' dtype, lse in float32.
 
 What "correct" means (the bar of the flash-attention test suite):
@@ -45,7 +45,7 @@ except ImportError as exc:  # pragma: no cover - only where torch is absent
                       "pip install -e '.[triton]'") from exc
 
 from nlpcore import tolerances  # noqa: E402  (after the torch check, which says what is missing)
-from nlpcore.lab import refusal  # noqa: E402
+from nlpcore import refusal  # noqa: E402
 
 # float32 is compared with float64 directly (tolerances.TRITON_FLOAT32: o, lse, grad); low
 # precision by the low-precision bar (tolerances.LOW_PRECISION_FACTOR times the plain error).
@@ -162,7 +162,7 @@ def _kernels_in(module):
 def _call(what, fn, *args, **kwargs):
     """Run one call of the module under test; (output, None) or (None, Result explaining why not).
     While it runs, this grader's functions (``reference``, ``plain``) are refused to it
-    (:mod:`nlpcore.lab.refusal`, the mechanism the page's graders use)."""
+    (:mod:`nlpcore.refusal`, the mechanism the page's graders use)."""
     learner = os.path.abspath(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
     with _WATCH as watch, refusal.refused([__name__], learner_files=(learner,),
                                           grader_files=(os.path.abspath(__file__),)) as refused:

@@ -1,5 +1,7 @@
 """The one refusal mechanism: library kernels that a step asks the learner to write are refused
-to the learner's code, wherever the learner's code runs (a grade, the Triton CLI grader).
+to the learner's code, wherever the learner's code runs (a grade, :mod:`nlpcore.lab.session`;
+the Triton CLI grader, ``check_triton``). It sits beside :mod:`nlpcore.tolerances`, below both
+the kernels and the lab, so that both may use it.
 
 :func:`install` replaces every function of the named modules by a guard. A call goes through
 when it comes from nlpcore's own code while no learner function is running (the grader
@@ -7,7 +9,7 @@ computing inputs between learner calls; :func:`nlpcore.lab.judging.call_learner`
 learner functions running), or from the refused module's own code when, walking out, a frame of
 the grader (``nlpcore/lab``) comes before any frame of the learner's code: a grader callback the
 learner calls (ring's ``attend()``) may use the originals it kept, the learner may not.
-Modules installed not ``strict`` (an exercise's own modules) let any nlpcore caller through. A refused call raises :class:`~nlpcore.lab.model.RefusedCall` and is
+Modules installed not ``strict`` (an exercise's own modules) let any nlpcore caller through. A refused call raises :class:`RefusedCall` and is
 noted in :attr:`Refusal.refused`, and the grade fails with :func:`message`.
 
 The library's files are refused too: while learner code is on the stack, opening a refused
@@ -33,11 +35,13 @@ import sys
 import types
 from typing import List, Sequence
 
-from .model import RefusedCall
-
 LEARNER_FILE = "<your code>"    # the file name learner code is compiled as (session.load_learner)
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../nlpcore
-_GRADER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep              # .../nlpcore/lab/
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))                 # .../nlpcore
+_GRADER_DIR = os.path.join(_PACKAGE_DIR, "lab") + os.sep                   # .../nlpcore/lab/
+
+
+class RefusedCall(Exception):
+    """Raised when learner code calls a library kernel that the step asks it to write."""
 
 
 class Refusal:

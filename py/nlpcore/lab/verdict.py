@@ -1,0 +1,145 @@
+"""The verdict: phase 2 of a grade, where no learner code ever ran.
+
+:func:`judge` turns what :func:`nlpcore.lab.session.collect` returned (unpacked by
+:mod:`nlpcore.lab.wire`) into the finished grade: every check's ``judge`` computes the expected
+values with the untouched library and compares, and :func:`finish` applies every rule of the
+grade (``passed``; a grade that had to restore anything cannot pass; the seed in the failure
+messages). :func:`conclude` finishes a grade whose page-run checks (WebGPU) came back, and
+:func:`verify_js` judges one of them from its job and outputs, without running learner code.
+:func:`grade` runs both phases in this interpreter, the data crossing through
+:mod:`nlpcore.lab.wire` as between two (tests, Python without processes).
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import List, Optional
+
+from . import model, session, wire
+from .model import Check, CheckFailed, Exercise, Step, result
+
+
+# ------------------------------------------------------------------------------------------
+# Phase 2: where no learner code ever ran
+# ------------------------------------------------------------------------------------------
+
+def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
+    """The finished grade from what :func:`nlpcore.lab.session.collect` returned (unpacked by
+    :func:`nlpcore.lab.wire.unpack`): {exercise, step, checks, passed, record, report,
+    elapsed_ms, stdout, stderr, traceback, restored, seed}. Every rule of the verdict is here:
+    ``passed`` needs at least one graded check and every graded check passing, and a grade
+    whose learner side changed the interpreter (``restored``) cannot pass."""
+    step = exercise.step(step_id)
+    start = time.perf_counter()
+    model.set_seed(phase["seed"])
+    verdicts, collected = phase["verdicts"], phase["collected"]
+    if phase.get("stopped"):            # the learner's process ended without a result
+        verdicts = {i: result(c.id, c.title, "error", phase["stopped"])
+                    for i, c in enumerate(step.checks) if c.runner != "local"}
+    checks = []
+    with session.quiet():
+        for i, check in enumerate(step.checks):
+            if check.runner == "local":
+                checks.append(result(check.id, check.title, "local", check.explain,
+                                     command=check.command, runner="local"))
+            elif i in verdicts:
+                checks.append(verdicts[i])
+            elif i in collected:
+                checks.append(_judged(check, check.judge, collected[i]))
+            else:
+                checks.append(result(check.id, check.title, "error",
+                                     "the grader received nothing for this check"))
+    return finish(exercise, step, checks, phase, judged_ms=(time.perf_counter() - start) * 1e3)
+
+
+def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
+           judged_ms: float = 0.0) -> dict:
+    """The grade's rules applied to its checks (also after the page ran its jobs)."""
+    restored = list(phase.get("restored") or [])
+    seed = phase.get("seed")
+    if restored:
+        why = ("your code changed the grader's interpreter (%s), so this grade cannot pass"
+               % ", ".join(restored[:3]))
+        checks = [dict(c, status="fail", message=why) if c["status"] == "pass" else c
+                  for c in checks]
+    checks = [dict(c, message="%s (inputs seeded with %d)" % (c["message"], seed))
+              if c["status"] == "fail" and seed is not None and c.get("runner", "python") == "python"
+              and "(inputs seeded with" not in c["message"] else c for c in checks]
+    graded = [c for c in checks if c["status"] != "local"]
+    out = {"exercise": exercise.id, "step": step.id, "checks": checks,
+           "passed": bool(graded) and all(c["status"] == "pass" for c in graded),
+           "record": phase.get("record") or {}, "report": phase.get("report"),
+           "elapsed_ms": round(phase.get("elapsed_ms", 0.0) + judged_ms, 1),
+           "stdout": phase.get("stdout", ""), "stderr": phase.get("stderr", ""),
+           "traceback": phase.get("traceback", ""), "restored": restored, "seed": seed}
+    return out
+
+
+def _judged(check: Check, fn, *args, **details) -> dict:
+    """One judge's verdict. No learner code runs here, so an exception other than CheckFailed is
+    the grader's own failure, and reported as such."""
+    try:
+        message = fn(*args)
+    except CheckFailed as fail:
+        return result(check.id, check.title, "fail", fail.message, **dict(details, **fail.details))
+    except Exception as err:  # a bug in the grader, not in the learner's code
+        return result(check.id, check.title, "error",
+                      "the grader itself failed (%s: %s) -- a fault of the grader, not of your "
+                      "code; please report it" % (type(err).__name__, err), **details)
+    return result(check.id, check.title, "pass", message or "", **details)
+
+
+def grade(exercise: Exercise, step_id: str, code: str, seed: Optional[int] = None) -> dict:
+    """Both phases in this interpreter, the collected data crossing through
+    :mod:`nlpcore.lab.wire` as it would between two: for exercises built in a test, and for
+    Python without subprocesses. :func:`nlpcore.lab.grade` runs phase 1 in a fresh interpreter."""
+    seed = new_seed() if seed is None else seed
+    return judge(exercise, step_id, wire.unpack(wire.pack(session.collect(exercise, step_id, code, seed))))
+
+
+def conclude(exercise: Exercise, step_id: str, code: str, grade: dict, ran: dict) -> dict:
+    """The finished grade once the page ran its pending jobs: ``ran`` maps a pending check's id
+    to ``{"outputs": {name: bytes}}`` or ``{"error": message, "fails_all": bool}`` (the page's
+    runner could not run it; ``fails_all`` when the code itself is unusable, a shader that does
+    not compile: every graded check then errors with that message). Judge side: the learner's
+    code does not run."""
+    step = exercise.step(step_id)
+    checks, unusable = [], None
+    for c in grade["checks"]:
+        if c["status"] == "pending":
+            got = ran.get(c["id"])
+            if not isinstance(got, dict):
+                c = result(c["id"], c["title"], "error", "the page did not run this check",
+                           runner=c.get("runner"))
+            elif "outputs" in got:
+                c = verify_js(exercise, step_id, c["id"], code, c.get("job"), got["outputs"])
+            else:
+                c = result(c["id"], c["title"], "error", "could not run on %s: %s"
+                           % (c.get("runner"), got.get("error")), runner=c.get("runner"))
+                if got.get("fails_all") and unusable is None:
+                    unusable = str(got.get("error"))
+        checks.append(c)
+    if unusable is not None:
+        checks = [c if c["status"] in ("local", "error") else
+                  result(c["id"], c["title"], "error", "not graded: %s" % unusable,
+                         runner=c.get("runner")) for c in checks]
+    return finish(exercise, step, checks, grade)
+
+
+def new_seed() -> int:
+    """A seed for one grade's inputs (shown in the messages, so a failure can be reproduced)."""
+    return int.from_bytes(os.urandom(4), "little") % 1000000
+
+
+def verify_js(exercise: Exercise, step_id: str, check_id: str, code: str, job, outputs) -> dict:
+    """Second half of a JS-run check: the page ran ``job`` (collected once, by :func:`nlpcore.lab.session.collect`)
+    and hands back ``outputs``; the verdict is computed here without running the learner's code
+    (``verify`` sees the job, the outputs and the source text only)."""
+    step = exercise.step(step_id)
+    check = next((c for c in step.checks if c.id == check_id), None)
+    if check is None or check.runner in ("python", "local"):
+        raise ValueError("check must name a JS-run check of step %r, got %r" % (step_id, check_id))
+    if not isinstance(code, str):
+        raise TypeError("code must be a str of source, got %s" % type(code).__name__)
+    with session.quiet():
+        return _judged(check, check.verify, {"source": code}, job, outputs, runner=check.runner)
