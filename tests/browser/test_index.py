@@ -86,7 +86,9 @@ def test_module_page_renders_every_section(page, site_url, lab_dist, tmp_path):
     assert bench.count() == len(recorded)
     if not recorded:
         assert "no benchmark results" in page.inner_text("[data-testid=bench-links]")
-    page.screenshot(path=str(shots(tmp_path) / "index.png"), full_page=True)
+    # The first screen only: a full-page shot of this long page under SwiftShader took over
+    # 30 s on a loaded 2-core machine (a timeout that failed a test which had checked everything).
+    page.screenshot(path=str(shots(tmp_path) / "index.png"))
 
 
 def test_progress_persists_across_reloads_and_survives_corruption(page, site_url, lab_dist):
