@@ -112,6 +112,13 @@ def test_every_kernel_module_keeps_the_import_rule():
     assert not problems, "the import rule of nlpcore/kernels/__init__.py is broken:\n" + "\n".join(problems)
 
 
+def test_every_outside_module_the_rule_allows_is_used():
+    """OUTSIDE lists what kernels import from nlpcore, no more: an entry nothing uses is stale."""
+    used = {name for path in KERNELS.glob("*.py") for name, _ in _imports(path.read_text(encoding="utf-8"))}
+    stale = [name for name in kernels.OUTSIDE if name not in used]
+    assert not stale, f"nlpcore.kernels.OUTSIDE lists modules no kernel imports: {stale}"
+
+
 def test_the_package_init_imports_nothing():
     tree = ast.parse((KERNELS / "__init__.py").read_text(encoding="utf-8"))
     assert not [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]

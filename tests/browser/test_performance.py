@@ -224,5 +224,7 @@ def test_triton_backends_have_one_colour_everywhere(page, site_url, lab_dist):
     page.wait_for_function("document.getElementById('plot-note').dataset.state === 'ready'",
                            timeout=60000)
     on_exercise = chart_colours(page, ["plot-fwd", "plot-bwd"])
-    assert on_exercise == on_performance, (on_exercise, on_performance)
-    assert len(set(on_exercise.values())) == len(on_exercise) >= 4  # one colour per backend
+    # Every backend the exercise plots has the performance page's colour (the page may plot more:
+    # the forward-only FlashAttention-3 kernel is not on the exercise's chart).
+    assert {label: on_performance.get(label) for label in on_exercise} == on_exercise, (on_exercise, on_performance)
+    assert len(set(on_performance.values())) == len(on_performance) >= 4  # one colour per backend

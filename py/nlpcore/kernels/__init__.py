@@ -11,8 +11,7 @@ below its own, and the browser layers come below the native ones:
   only) imports wgpu inside the function that needs it, so importing it costs nothing.
 - a native module needs torch and triton (an NVIDIA GPU, or Triton's CPU interpreter); it may
   import any browser module, and no browser module imports it.
-- outside this package a kernel imports only ``nlpcore.hardware`` and ``nlpcore.tolerances``
-  (and the Triton grader ``nlpcore.refusal``, the graders' one refusal mechanism),
+- outside this package a kernel imports only ``nlpcore.hardware`` (the figures of real GPUs),
   and this ``__init__`` imports nothing, so ``import nlpcore.kernels`` loads no kernel.
 
 A new module goes into the lowest layer above everything it imports.
@@ -40,4 +39,4 @@ NATIVE_LAYERS = (
 # (nlpcore.lab.exercises.triton.check_triton), not here.
 
 # What a kernel may import from nlpcore outside this package.
-OUTSIDE = ("nlpcore.hardware", "nlpcore.tolerances", "nlpcore.refusal")
+OUTSIDE = ("nlpcore.hardware",)
