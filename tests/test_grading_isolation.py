@@ -290,6 +290,11 @@ HIDE_THE_PEAK = {
     "clear_traces": "tracemalloc.clear_traces()",
     "a fresh _tracemalloc": ("import sys; sys.modules.pop('_tracemalloc', None); "
                              "import _tracemalloc; _tracemalloc.reset_peak()"),
+    "a fresh _tracemalloc from _imp": (
+        "import _imp, importlib.machinery, sys; _was = sys.modules['_tracemalloc']; "
+        "_fresh = _imp.create_builtin(importlib.machinery.ModuleSpec('_tracemalloc', "
+        "importlib.machinery.BuiltinImporter)); sys.modules['_tracemalloc'] = _was; "
+        "_fresh.reset_peak()"),
     "a self-undoing patch": (
         "_orig = tracemalloc.get_traced_memory\n"
         "    def _fake():\n"

@@ -12,6 +12,7 @@ shapes, which the page shows.
 from __future__ import annotations
 
 import math
+import sys
 import tracemalloc
 from typing import Sequence
 
@@ -64,6 +65,15 @@ def _watched(name: str, state: _Tracemalloc):
     return call
 
 
+def _create_builtin(spec):
+    """``_imp.create_builtin``, except that ``_tracemalloc`` is the module already loaded, with
+    its watchers: a fresh copy would carry the C functions unwatched."""
+    create, watched = ("\0nlpcore.lab.judging: tracemalloc", None)[_AT]
+    if getattr(spec, "name", None) == "_tracemalloc":
+        return watched
+    return create(spec)
+
+
 def _sealed_peak_memory():
     """:func:`peak_memory`, and watchers in place of the functions that would hide a peak, in
     ``tracemalloc`` and ``_tracemalloc`` (once, when the grader is imported: before any learner
@@ -77,6 +87,9 @@ def _sealed_peak_memory():
             watcher = _watched(name, state)
             for module in (tracemalloc, _tracemalloc):
                 setattr(module, name, watcher)
+    _imp = sys.modules.get("_imp")
+    if _imp is not None and hasattr(_imp, "create_builtin"):     # (not in every build)
+        _imp.create_builtin = refusal.seal(_create_builtin, _TM, (_imp.create_builtin, _tracemalloc))
     measure = refusal.seal(_peak_memory, _TM, state)
     measure.__name__ = measure.__qualname__ = "peak_memory"
     return measure
