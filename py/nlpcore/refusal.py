@@ -17,14 +17,14 @@ module's source or bytecode (``importlib.reload``, ``spec_from_file_location``,
 ``inspect.getsource``, ``open``) raises RefusedCall (a PEP 578 audit hook), and the source
 lines ``linecache`` kept of them are dropped first.
 
-Where the originals are kept: nowhere learner code reaches without an introspection that is
-noticed. A guard holds its original as a constant of its own code object (not in a closure cell
+Where the originals are kept: not in a closure cell, a global, a default or the snapshot, where
+learner code could read them unnoticed. A guard holds its original as a constant of its own code object (not in a closure cell
 or a global), the grade's snapshot is emptied of the refused modules' originals while learner
 code runs (:meth:`nlpcore.lab.sandbox.Snapshot.hide`), and functions a refused module imported
 from another refused module are guarded too. Reaching a code object of nlpcore (a function's
 ``__code__``, a frame's ``f_code``) or the frame of an nlpcore generator from learner code is
 reported by the audit hook (:attr:`Refusal.introspected`) and the grade then fails; so is any
-change to a refused module's namespace (:meth:`Refusal.changes`). Verdicts are never reachable
+change to a refused module's namespace (:func:`changes`). Verdicts are never reachable
 this way: they are computed in an interpreter that never ran learner code
 (:mod:`nlpcore.lab.session`).
 """
