@@ -345,3 +345,13 @@ def test_allocating_past_the_memory_limit_fails_naming_it():
     message = result["checks"][0]["message"]
     assert not result["passed"] and "MemoryError" in message and "GiB" in message, message
     assert "time limit" not in message
+
+
+def test_printing_a_traceback_is_not_introspection():
+    """Honest debugging reads frames through the traceback module: not reported, the grade
+    passes (the audit hook reports only code objects of nlpcore read by learner code)."""
+    result = lab.grade("online-softmax", "compose", _solution_with(
+        "import traceback\ntry:\n    raise ValueError('a note')\nexcept ValueError:\n"
+        "    traceback.print_exc()\n    traceback.print_stack()\n"))
+    assert result["passed"], (result["restored"], result["checks"])
+    assert "a note" in result["stderr"]
