@@ -539,12 +539,12 @@ async function main() {
   }
   const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks, "Alt-T": nextTodo};
   state.editor = createEditor($("editor-host"), {
-    label: "your code", mode: language, keys: runKeys,
+    label: "your code", inputId: "editor-input", describedBy: "editor-label", mode: language, keys: runKeys,
     onKeyMode: (mode) => showKeyMode($("editor-keys"), mode, "Ctrl+Enter (⌘+Enter) runs the checks"),
   });
   if (state.editor.fallback) notice("editor-notice", state.editor.fallback);
   state.scratch = createEditor($("scratch-host"), {
-    label: "scratch cell", mode: "python", keys: {...runKeys, "Shift-Enter": runScratch},
+    label: "scratch cell", inputId: "scratch-input", mode: "python", keys: {...runKeys, "Shift-Enter": runScratch},
     onKeyMode: (mode) => showKeyMode($("scratch-keys"), mode, "Shift+Enter runs the cell"),
   });
   listenForKeys({run: runChecks, dialogs: [
