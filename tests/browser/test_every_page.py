@@ -45,6 +45,8 @@ def open_ready(open_page, site_url, path, viewport=None):
         page.set_viewport_size(viewport)
     page.goto(site_url + path)
     page.wait_for_function(READY[path], timeout=TIMEOUT_MS)
+    # js/scroll-box.js (every page) makes boxes that scroll reachable one frame after content lands
+    page.wait_for_function("document.documentElement.dataset.scrollBoxes === 'done'")
     return page
 
 
