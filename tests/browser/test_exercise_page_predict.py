@@ -48,8 +48,13 @@ def test_untouched_and_incomplete_predictions_are_refused_and_not_recorded(page,
     assert state == "refused", text
     assert "incomplete" in text and "peak_elements is still None" in text, text
     assert first_prediction(page, "ring", "predict") is None
-    # The missing part is named in its check too, not hidden behind "Not right yet".
-    assert "peak_elements is still None" in page.inner_text("[data-testid=check][data-check=recorded]")
+    # Nothing of a refused answer is graded (Python refuses it, nlpcore.lab.verdict): no part can
+    # be narrowed in on by leaving the other None; no verdict, no "Rerun this check alone".
+    assert page.locator("[data-testid=check]").count() == 0
+    assert page.locator("#results li").count() == 3
+    assert page.locator("#results li[data-state=not-run]").count() == 3
+    assert page.locator("[data-testid=rerun-check]").count() == 0
+    assert "too low" not in page.inner_text("#results")
 
     whole = half.replace("peak_elements = None", "peak_elements = 6789")
     state, text = submit(page, whole)
