@@ -147,6 +147,7 @@ function replaceEditor(by) {
   }
   showKeptDraft();
   showDraftState(by === "solution" ? "The solution is in the editor." : "The starter is in the editor.", "saved");
+  state.editor.focus();  // the question's button is gone: focus goes to the code just replaced
 }
 
 function restoreDraft() {

@@ -152,3 +152,17 @@ def test_each_editor_input_has_a_name_and_the_label_points_at_it(page, site_url,
     assert page.evaluate("(id) => document.getElementById(id).tagName", target) == "TEXTAREA"
     page.click("#editor-label")
     assert page.evaluate(IN_EDITOR, "#editor-host"), "clicking the label focuses the editor"
+
+
+def test_enter_on_load_the_solution_puts_focus_in_the_editor(page, site_url, browser_helpers):
+    """The question's button disappears with the question: focus goes to the editor that now
+    holds the solution, never to the page body."""
+    open_step(page, site_url, browser_helpers, step="compose")
+    page.focus("[data-testid=load-solution]")
+    page.keyboard.press("Enter")
+    assert focused(page)["testid"] == "confirm-replace-yes"
+    assert "solution viewed" in page.inner_text("[data-testid=confirm-replace]")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.querySelector('[data-testid=confirm-replace]').hidden")
+    assert page.evaluate(IN_EDITOR, "#editor-host"), page.evaluate("document.activeElement.tagName")
+    assert "def " in editor_text(page)
