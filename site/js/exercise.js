@@ -170,7 +170,8 @@ function askAboutOtherTab(entry) {
   const which = entry.key.endsWith("#scratch") ? "scratch cell" : "code";
   $("other-tab-text").textContent = `Another tab changed this step's ${which} at ` +
       `${clockTime(new Date().toISOString())}. Nothing is saved here until you choose: keep this ` +
-      "tab's version (the other tab is told), or take the other tab's (yours is kept: Restore my draft).";
+      "tab's version (the other tab is told), or take the other tab's (yours is kept: Restore my draft). " +
+      "Esc closes this question for now and changes nothing; \u201cChoose which to keep\u201d asks again.";
   $("other-tab").hidden = false;
   state.otherTabOpener = document.activeElement;
   $("other-tab-theirs").focus();
