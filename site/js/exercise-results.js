@@ -122,8 +122,9 @@ export function showRunning() {
 }
 
 /* `withhold`: draw failures without expected values (a Predict step's answer); `refused`: the
- * answer was not taken (a sentence saying why); `shown`: ids of checks drawn in full anyway. */
-export function renderResults(out, roundTripMs, withhold, {refused = null, shown = []} = {}) {
+ * answer was not taken (a sentence saying why); `shown`: ids of checks drawn in full anyway;
+ * `viewed`: the solution was loaded or revealed first (a pass is saved as "solution viewed"). */
+export function renderResults(out, roundTripMs, withhold, {refused = null, shown = [], viewed = false} = {}) {
   const list = $("results");
   list.replaceChildren();
   const graded = out.checks.filter((c) => c.status !== "local");
@@ -133,7 +134,9 @@ export function renderResults(out, roundTripMs, withhold, {refused = null, shown
   const summary = $("results-summary");
   summary.textContent = `${passed} of ${graded.length} checks pass. Graded in ` +
       `${out.elapsed_ms.toFixed(0)} ms in Python (${roundTripMs.toFixed(0)} ms round trip).` +
-      (out.passed ? " Step complete — saved to your progress." : "");
+      (out.passed ? (viewed ? " Step complete — saved to your progress as \u201csolution viewed\u201d " +
+                              "(you loaded or revealed the solution first), not \u201csolved\u201d."
+                            : " Step complete — saved to your progress.") : "");
   summary.dataset.state = out.passed ? "passed" : "failed";
   if (refused) {
     summary.textContent = refused;

@@ -353,7 +353,11 @@ function updateLoadSolution() {
   const button = $("load-solution");
   const locked = solutionLocked(state.ex, state.step);
   button.disabled = locked;
-  button.title = locked ? "Submit a prediction first: the solution holds the answer." : "";
+  // Said beside the button, not only in a title: a disabled button takes no focus or hover.
+  const why = locked ? "Load solution opens after your first prediction: the solution holds the answer." : "";
+  button.title = why;
+  $("load-solution-why").textContent = why;
+  $("load-solution-why").hidden = !locked;
 }
 
 function onRevealAnswer() {
@@ -438,7 +442,8 @@ async function runChecks() {
     state.lastOut = {out, roundTripMs, refused};
     showCodeProblem(out, code);
     hideRerun();
-    renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS});
+    renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS,
+                  viewed: Boolean(stepRecord(ex.id, step.id).solution_viewed)});
     offerReruns(rerunCheck);
     showPredictBox(ex, step);
     showRunOutput(out);

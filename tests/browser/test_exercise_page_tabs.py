@@ -101,13 +101,15 @@ def test_all_work_exports_as_one_file_and_imports_back(page, site_url, tmp_path)
     assert "not a lab work file" in page.inner_text("[data-testid=work-status]")
     page.set_input_files("[data-testid=import-work]", str(path))
     page.wait_for_selector("[data-testid=confirm-import]:not([hidden])")
-    assert "1 of your drafts here differ" in page.inner_text("[data-testid=confirm-import]")
+    question = page.inner_text("[data-testid=confirm-import]")
+    assert "1 of your drafts here differs" in question and ": 1 draft and" in question, question
     page.keyboard.press("Escape")                          # Esc closes the question, imports nothing
     assert not page.is_visible("[data-testid=confirm-import]")
     assert editor_text(page) == "# a draft made here\n"
     page.set_input_files("[data-testid=import-work]", str(path))
     page.click("[data-testid=confirm-import-yes]")
     assert editor_text(page) == "# my draft to take along\n"
+    assert page.inner_text("[data-testid=work-status]").startswith("Imported 1 draft and")  # not "1 drafts"
     assert page.is_visible("[data-testid=kept-draft]")     # the draft made here is set aside
     page.click("[data-testid=restore-draft]")
     assert editor_text(page) == "# a draft made here\n"
