@@ -9,8 +9,9 @@ per page, again after an exercise is first built) and restoring it when nothing 
 (``Snapshot.restore``, once per grade). CPU time (``time.process_time``), so that other
 processes on a shared machine do not inflate it.
 
-The page's own numbers (Pyodide, wall time) come from tests/browser/test_exercises.py, which
-prints them and holds each step under 1 s.
+The page's own numbers (Pyodide, wall time) come from
+tests/browser/test_exercise_page_solutions.py, which prints them and holds each step under 1 s,
+and from bench/exercise_page.py (ready, first grade and regrade on exercise.html).
 
 Run:  .venv/bin/python bench/grading_cost.py                  (about 10 s)
       .venv/bin/python bench/grading_cost.py --repeats 1 --out /tmp/x.json

@@ -16,6 +16,6 @@ if [ "$mode" = probe ]; then
     --d 64,128 --heads 16 --sizes 1024,4096 --causal no,yes --repeats 2 --accuracy $common --out $out/probe.json
 else
   PYTHONPATH=py:${ROOT:-.} timeout 560 python3 bench/webgpu_attention.py --tiers ${TIERS:-portable,subgroup,f16,int8} \
-    --engines ${ENGINES:-dawn,wgpu-py} --d 64,128 --heads 1,16 --sizes 1024,2048,4096,8192,16384 --causal no,yes \
-    --repeats 3 --accuracy --sdpa $common --out $out/webgpu_h200.json
+    --engines ${ENGINES:-dawn,wgpu-py} --d 64,128 --heads 1,16 --sizes ${SIZES:-1024,2048,4096,8192,16384} \
+    --causal no,yes --repeats 3 --accuracy ${SDPA---sdpa} $common --out $out/webgpu_h200.json
 fi

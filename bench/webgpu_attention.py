@@ -507,7 +507,7 @@ def main(argv=None) -> int:
         import webgpu_tiers
 
         args.argv = list(argv if argv is not None else sys.argv[1:])
-        record = webgpu_tiers.run(args)
+        record = webgpu_tiers.run(args, WgpuRunner)
         annotate(record)
         for engine in record["engines"]:
             print("\n{} on {} (timing: {})".format(engine["engine"], engine.get("adapter"), engine.get("timing")))

@@ -30,7 +30,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 
 const FEATURES = ["timestamp-query", "shader-f16", "subgroups", "chromium-experimental-subgroup-matrix"];
-const LIMITS = ["maxComputeWorkgroupStorageSize", "maxStorageBufferBindingSize", "maxBufferSize",
+const LIMITS = ["maxComputeWorkgroupStorageSize", "maxStorageBufferBindingSize", "maxBufferSize", "maxStorageBuffersPerShaderStage",
                 "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX"];
 
 const dawnPath = process.argv[2] || process.env.DAWN_NODE;

@@ -292,3 +292,77 @@ def test_the_io_h200_note_quotes_the_models_distance_to_the_paper():
     assert "(+%.1f %%)" % pct in text
     assert "within %.1f %% of it" % (math.ceil(pct * 10) / 10) in text
     assert "_size_class" not in text and "_size_class" not in (ROOT / "bench" / "TRITON.md").read_text()
+
+
+# ---- Episode 2's tensor cores from WGSL: the int8 tier (issue 25, point 5) ---------------------------
+
+def test_the_int8_section_quotes_the_recorded_accuracy_and_speeds():
+    """The stamped numbers equal bench/results/webgpu_h200.json, read here without the claim keys:
+    the worst of d = 64 and 128 through Dawn, and the tier rows at N = 16384, 16 heads, d = 64."""
+    record = json.loads((ROOT / claims.WEBGPU_H200).read_text(encoding="utf-8"))
+    page = lessons.int8_tier_numbers()
+    acc = [a for a in record["accuracy"] if a["engine"] == "dawn"]
+    int8 = {inputs: [a for a in acc if a["tier"] == "int8" and a["inputs"] == inputs] for inputs in ("random", "outlier")}
+    assert {a["d"] for a in int8["random"]} == {64, 128} == {a["d"] for a in int8["outlier"]}
+    assert page["i8_rand_rel_l1"] == "%.3f" % max(a["rel_l1"] for a in int8["random"])
+    assert page["i8_rand_cos"] == "%.4f" % min(a["cos_min"] for a in int8["random"])
+    assert page["i8_out_rel_l1"] == "%.3f" % max(a["rel_l1"] for a in int8["outlier"])
+    assert page["i8_out_cos"] == "%.3f" % min(a["cos_min"] for a in int8["outlier"])
+    portable = [a["rel_l1"] for a in acc if a["tier"] == "portable" and a["inputs"] == "outlier"]
+    assert page["f32_out_rel_l1"] == "%.1e" % max(portable)
+    # the verdict follows the record's own validity flags (outlier inputs fail the int8 bar there)
+    failed = not all(a["valid"] for a in int8["outlier"])
+    assert page["i8_out_verdict"] == ("which fails" if failed else "within")
+    assert failed == (min(a["cos_min"] for a in int8["outlier"]) < 0.99)
+    assert page["i8_acc_n"] == "{:,}".format(int8["random"][0]["n"])
+    dawn = next(e for e in record["engines"] if e["engine"] == "dawn")
+    speed = {r["tier"]: r["tflops"] for r in dawn["rows"]
+             if (r["n"], r["heads"], r["d"], r["causal"]) == (16384, 16, 64, False)}
+    assert page["i8_tflops"] == "%.1f" % speed["int8"] and page["f32_tflops"] == "%.1f" % speed["portable"]
+    sdpa = [s["tflops"] for s in record["sdpa"] if (s["n"], s["heads"], s["d"], s["causal"], s["tier"])
+            == (16384, 16, 64, False, "tensor cores (bfloat16)")]
+    assert page["sdpa_tflops"] == "%.0f" % sdpa[0]
+    # the int8 tier's ceiling: P·V (half of 4·N²·d) stays on the float32 CUDA cores
+    assert float(page["i8_peak"]) == 2 * hardware.H200_FP32_FLOPS / 1e12
+
+
+def test_the_int8_tile_is_the_shaders_mapping():
+    """The tile the page describes is tiling.plan_int8's at d = 64 on Dawn's H200 budget, cut the way
+    the shader's “S_ij on subgroup matrices” loop cuts it: result blocks of MMA_M×MMA_N covering
+    Br×Bc, shared evenly by the workgroup's subgroups, each summing d / MMA_K products."""
+    from nlpcore.kernels import tiling
+    page = lessons.int8_tier_numbers()
+    plan = tiling.plan_int8(page["i8_d"], 49152)
+    assert (page["i8_br"], page["i8_bc"]) == (plan.br, plan.bc)
+    assert page["i8_blocks"] * page["i8_m"] * page["i8_n"] == plan.br * plan.bc
+    assert page["i8_rounds"] * page["i8_subgroups"] == page["i8_blocks"]
+    assert page["i8_subgroups"] * page["i8_subgroup_size"] == plan.workgroup_size
+    assert page["i8_ksteps"] * page["i8_k"] == page["i8_d"]
+    assert page["i8_levels"] == len(range(-127, 128))  # symmetric int8: round(clamp(x / s, ±127))
+    shader = (ROOT / "wgsl" / "flash_fwd_int8.wgsl").read_text(encoding="utf-8")
+    assert "subgroup_matrix_left<i8, %d, %d>" % (page["i8_k"], page["i8_m"]) in shader
+    assert "subgroup_matrix_right<i8, %d, %d>" % (page["i8_n"], page["i8_k"]) in shader
+    assert "subgroup_matrix_result<i32, %d, %d>" % (page["i8_n"], page["i8_m"]) in shader
+    assert page["tc_ratio"] == "%.1f" % (hardware.GPUS["H200"].fp16_flops / hardware.H200_FP32_FLOPS)
+
+
+def test_the_int8_section_says_not_recorded_without_the_record(monkeypatch):
+    from nlpcore import measured
+    monkeypatch.setattr(measured, "record", lambda name=None: None)
+    page = lessons.int8_tier_numbers()
+    assert page["i8_out_rel_l1"] == page["i8_tflops"] == "not recorded"
+    assert page["i8_br"] > 0  # the tile comes from code, recorded or not
+
+
+def test_the_int8_claims_cite_what_they_should():
+    """SageAttention is cited for its method, with the paper's section; ours for the differences
+    (float32 P·V, float32 k̄, lse corrected); the measured claims name webgpu_h200.json."""
+    sage = claims.BY_ID["sage-int8"]
+    assert (sage.source, sage.status, sage.basis) == ("arXiv:2410.02367", "demonstrated", "stated")
+    assert "Sec. 4" in sage.locator and claims.SOURCES[sage.source][1] == "src-zhang2024"
+    assert 'id="src-zhang2024"' in INDEX.read_text(encoding="utf-8")
+    ours = claims.BY_ID["int8-vs-sage"].text
+    assert "float32" in ours and "lse" in ours and "\\bar k" in ours
+    for cid in ("int8-accuracy", "int8-speed"):
+        assert (claims.BY_ID[cid].status, claims.BY_ID[cid].record) == ("measured here", claims.WEBGPU_H200)
+    assert claims.BY_ID["int8-tile"].function == "nlpcore.kernels.tiling:plan_int8"

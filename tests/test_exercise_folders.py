@@ -22,14 +22,19 @@ FOLDERS = ROOT / "py" / "nlpcore" / "lab" / "exercises"
 CONTRACT_IDS = ["online-softmax", "backward", "triton", "wgsl", "break-it", "ring"]  # the seed's order, then ring
 
 EXTRA = '''
-from nlpcore.lab.model import Check, Exercise, Folder, Step
+from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, Step
 
 ORDER = 99
 HERE = Folder(__file__)
 
 
-def _answer(ns):
-    assert ns["answer"] == 42, "answer is %r" % ns["answer"]
+def _collect(ns):
+    return ns["answer"] if isinstance(ns["answer"], int) else repr(ns["answer"])
+
+
+def _judge(answer):
+    if answer != 42:
+        raise CheckFailed("answer is %r" % (answer,), expected="42", got=repr(answer))
 
 
 def build():
@@ -38,7 +43,8 @@ def build():
                         id="only", kind="Predict", title="The answer", minutes=1,
                         statement=HERE.statement("only"), starter=HERE.starter("only"),
                         solution=HERE.solution("only"), required=("answer",),
-                        checks=(Check("answer", "the answer", _answer),)),))
+                        checks=(Check("answer", "the answer", collect=_collect,
+                                      judge=_judge),)),))
 '''
 
 

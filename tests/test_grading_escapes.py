@@ -230,3 +230,15 @@ def test_inputs_are_seeded_per_grade_and_the_seed_is_shown():
     again = lab.grade("online-softmax", "compose", wrong, seed=11)      # reproducible
     assert [c["message"] for c in again["checks"]] == [c["message"] for c in first["checks"]]
     assert [c["message"] for c in second["checks"]] != [c["message"] for c in first["checks"]]
+
+
+def test_a_one_phase_check_of_a_python_step_fails_loudly():
+    """A check without collect/judge would be judged beside the learner's code: refused."""
+    step = model.Step(id="s", kind="Scratch", title="t", minutes=1, statement="s", starter="",
+                      solution="x = 1", required=("x",),
+                      checks=(model.Check("c", "one phase", run=lambda ns: "fine"),))
+    ex = model.Exercise(id="one-phase", title="t", tier="browser", minutes=1, summary="s",
+                        steps=(step,))
+    result = verdict.grade(ex, "s", "x = 1")
+    assert not result["passed"] and result["checks"][0]["status"] == "error"
+    assert "fault of the grader" in result["checks"][0]["message"]

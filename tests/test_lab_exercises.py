@@ -1,5 +1,5 @@
 """Graders of the auto-graded exercises (nlpcore.lab), for every exercise and step: the reference
-solution passes, the starter fails with a helpful message, grading is fast, and the framework's
+solution passes, the starter fails with a helpful message, and the grader's
 rules hold. Each exercise's own tests are tests/exercises/test_<id>.py; every folder's named
 wrong answers run in tests/exercises/test_wrong_answers.py."""
 from __future__ import annotations
@@ -8,7 +8,6 @@ import json
 import pathlib
 import re
 import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -74,17 +73,6 @@ def test_starter_fails_with_a_message(ex_id, step_id):
     assert failed
     for c in failed:
         assert_helpful(c, step)
-
-
-@pytest.mark.parametrize("ex_id,step_id", STEPS)
-def test_grading_a_step_is_fast(ex_id, step_id):
-    """CPython bound (CPU time, so other processes do not make it flaky); the page measures the
-    wall time in Pyodide against 1 s (tests/browser/test_exercises.py)."""
-    step = lab.exercise(ex_id).step(step_id)
-    lab.grade(ex_id, step_id, step.solution)  # warm imports
-    start = time.process_time()
-    lab.grade(ex_id, step_id, step.solution)
-    assert time.process_time() - start < 1.0
 
 
 def test_every_step_has_statement_hints_and_checks():

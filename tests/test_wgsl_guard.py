@@ -3,7 +3,7 @@ shader bounded, the lines unchanged, and -- run natively by wgpu-py (naga + Mesa
 endless shaders of several kinds stopped at their loop's budget with a message naming the loop,
 while the lab's own shaders give the same outputs as without the guard and stay far within
 every budget. (The browser side, Tint's uniformity analysis included, is in
-tests/browser/test_wgsl_exercise.py.)
+tests/browser/test_exercise_page_wgsl.py.)
 """
 from __future__ import annotations
 

@@ -98,6 +98,8 @@ def test_tier_plans_refuse_what_their_shaders_cannot_do():
         tiling.plan_for("fp8", 64)
     with pytest.raises(ValueError, match="f16 tier"):
         tiling.plan(64, 4, tier="f16")
+    with pytest.raises(ValueError, match="power of two"):
+        tiling.plan(192, 4, tier="subgroup")
 
 
 # --- mirrors --------------------------------------------------------------------------------------

@@ -35,15 +35,17 @@
 // the (BR/16)·(BC/16) 16 x 16 result blocks of S_ij, each summing D/32 products of a Q8 block
 // and a K8 block read straight from the quantised buffers, and store them to s_tile; then every
 // invocation runs the portable kernel's online softmax and o update, four keys at a time, for
-// TWO query rows and 32 of their head dims (o in registers: 2 x 32 floats). Each staged value
-// is read from workgroup memory once for both rows: P·V then does two multiply-adds per
-// workgroup-memory read, where the portable kernel (one row, 64 dims) does one, and the read
-// rate, not the multiply-adds, is what limits the portable kernel on the H200 (its P·V and
-// scores read K and V once per row). Barriers per key tile: two. Subgroup-matrix calls must run in subgroup-uniform control
-// flow: the loop over result blocks depends only on the subgroup's index (t / subgroup_size,
-// the same for all its invocations, as Dawn runs full subgroups of consecutive invocations),
-// which WGSL's uniformity analysis cannot see, so its subgroup-matrix diagnostic is turned off.
+// TWO query rows and 32 of their head dims (o in registers: 2 x 32 floats), so each staged value
+// read from workgroup memory serves two rows (the portable kernel: one). Barriers per key tile:
+// two. Measured on the H200 (bench/results/webgpu_h200.json): this tier is no faster than the
+// portable one; the float32 P·V, the 16-key tiles and the quantisation passes remain.
 //
+// Subgroup-matrix calls must run in subgroup-uniform control flow with subgroup-uniform
+// arguments. The blocks a subgroup takes depend on its index t / subgroup_size, the same for
+// all its invocations (Dawn runs full subgroups of consecutive invocations), which WGSL's
+// uniformity analysis cannot see: Dawn's chromium.subgroup_matrix_uniformity check (an error by
+// default) is turned off, and the loop runs over uniform "rounds".
+
 // Override constants (tiling.plan_int8, from the adapter's limits): BR (a multiple of 16), BC
 // (a multiple of 16), D (a multiple of 32), DV, KS. The workgroup has BR·KS invocations, a
 // multiple of the adapter's largest subgroup.
@@ -56,7 +58,7 @@
 
 enable subgroups;
 enable chromium_experimental_subgroup_matrix;
-diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+diagnostic(off, chromium.subgroup_matrix_uniformity);
 
 // A masked score (flash_fwd.wgsl explains the finite sentinel).
 const MASKED_SCORE: f32 = -1.0e30;
@@ -164,12 +166,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     }
 
     // --- S_ij on subgroup matrices begin ---
-    // Result block u covers rows r0 .. r0+15 and keys c0 .. c0+15 of the tile; subgroup sg
-    // takes blocks sg, sg + n_sg, ...; each block sums D/32 int8 products.
+    // Result block u covers rows r0 .. r0+15 and keys c0 .. c0+15 of the tile; in round k
+    // subgroup sg takes block u = k·n_sg + sg, and each block sums D/32 int8 products. Dawn
+    // wants subgroup-matrix calls in control flow it can prove uniform, so the loop runs over
+    // rounds (a count built from overrides and the uniform subgroup_size; the plan makes the
+    // blocks a multiple of the subgroups), not over blocks from sg on.
     let sg = t / sg_size;
     let n_sg = (BR * KS) / sg_size;
     let blocks_n = BC / 16u;
-    for (var u = sg; u < (BR / 16u) * blocks_n; u += n_sg) {
+    let rounds = (BR / 16u) * blocks_n / n_sg;
+    for (var round = 0u; round < rounds; round++) {
+      let u = round * n_sg + sg;
       let r0 = (u / blocks_n) * 16u;
       let c0 = (u % blocks_n) * 16u;
       var acc = subgroup_matrix_result<i32, 16, 16>();

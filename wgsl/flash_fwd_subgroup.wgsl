@@ -5,11 +5,13 @@
 //
 // The same algorithm, tiles and float32 arithmetic as flash_fwd.wgsl (read that file first),
 // with the work inside a workgroup split differently. In flash_fwd.wgsl an invocation owns one
-// row and 64 of its head dims, so for every staged key or value slot it reads from workgroup
-// memory it does one multiply-add; on the H200 those reads, not the multiply-adds, set the pace
-// (its tuning record: about 20 TFLOP/s of 67). Here an invocation owns TWO rows and 32 of their
-// head dims (q and o: 2 x 32 floats each, the same 128 registers), so every slot it reads serves
-// two rows: half the reads per multiply-add. The price: a row's score is now split over 2·KS
+// row and 64 of its head dims, so every staged key or value slot it reads from workgroup memory
+// feeds four multiply-adds of one row. Here an invocation owns TWO rows and 32 of their head dims
+// (q and o: 2 x 32 floats each, the same 128 registers), so every slot it reads serves two rows:
+// half the reads per multiply-add. The hypothesis was that those reads hold flash_fwd.wgsl to
+// about 20 of the H200's 67 float32 TFLOP/s; the H200 said otherwise (webgpu_h200.json: the same
+// speed through wgpu-py, less than half through Dawn), so it is not the limit, or not the only
+// one. The price of the split: a row's score is now split over 2·KS
 // invocations (32 dims each), which sit side by side in the workgroup and so in one subgroup, and
 // add their partials with subgroupShuffleXor (a register exchange, no workgroup memory, no
 // barrier). Requirements, checked by the host: KS a power of two and 2·KS at most the adapter's

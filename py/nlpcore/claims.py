@@ -39,6 +39,7 @@ SOURCES = {  # source -> (how a page cites it, the anchor of its entry in the mo
     "arXiv:2112.05682": ("Rabe & Staats 2021", "src-rabe2021"),
     "arXiv:2310.01889": ("Liu, Zaharia & Abbeel 2023", "src-ring"),
     "arXiv:2407.08608": ("Shah et al. 2024", "src-shah2024"),
+    "arXiv:2410.02367": ("Zhang et al. 2024", "src-zhang2024"),
     "NVIDIA datasheets": ("NVIDIA datasheets", "src-nvidia"),
     "ours": ("this lab", None),
 }
@@ -74,6 +75,22 @@ _FA3_STANDING_KEYS = "; ".join(
     "rows[d=%d,n=%d,causal=%s].fwd.%s.tflops" % (d, n, c, v)
     for d, n, c, variants in ((128, 16384, False, ("full", "cudnn")), (64, 1024, True, ("full_per_item", "cudnn")))
     for v in variants)
+
+# The WGSL tiers on the H200 (bench/results/webgpu_h200.json): the int8 tier's accuracy against float64
+# (random and outlier-channel inputs, d = 64 and 128, through Dawn) and the speeds at N = 16384, 16 heads,
+# d = 64, no mask. lessons.int8_tier_numbers reads the page's numbers through these very keys.
+WEBGPU_H200 = "bench/results/webgpu_h200.json"
+INT8_ACCURACY_KEYS = tuple(
+    "accuracy[engine=dawn,tier=%s,d=%d,inputs=%s].%s" % (tier, d, inputs, field)
+    for tier, inputs, fields in (("int8", "random", ("rel_l1", "cos_min")), ("int8", "outlier", ("rel_l1", "cos_min")),
+                                 ("portable", "outlier", ("rel_l1",)))
+    for d in (64, 128) for field in fields)
+TIER_SPEED_KEYS = {
+    "portable": "engines[engine=dawn].rows[tier=portable,n=16384,heads=16,d=64,causal=False].tflops",
+    "int8": "engines[engine=dawn].rows[tier=int8,n=16384,heads=16,d=64,causal=False].tflops",
+    "sdpa": "sdpa[n=16384,heads=16,d=64,causal=False,tier=tensor cores (bfloat16)].tflops",
+    "int8_peak": "tier_peaks_tflops.int8",
+}
 
 CLAIMS: Tuple[Claim, ...] = (
     # ---- FlashAttention (Dao et al. 2022): what it proves -----------------------------------
@@ -379,6 +396,62 @@ CLAIMS: Tuple[Claim, ...] = (
           ledger=True,
           probe='<a href="#ep5">Episode 5</a>; <a href="performance.html">performance page</a>; '
                 "<code>bench/FA3.md</code>."),
+    # ---- WGSL on the tensor cores: the int8 tier (wgsl/flash_fwd_int8.wgsl) -----------------------
+    Claim("tc-roofline",
+          "An H200's tensor cores multiply bf16/fp16 matrices at {{hardware.h200_tflops}}&nbsp;TFLOP/s, "
+          "{{page.tc_ratio}}× the {{hardware.h200_fp32_tflops}}&nbsp;TFLOP/s of float32 arithmetic on its CUDA "
+          "cores (dense datasheet peaks, not measurements)",
+          "NVIDIA datasheets", "H200 datasheet, FP32 and BF16/FP16 Tensor Core rows (dense); nlpcore.hardware",
+          "demonstrated", basis="stated"),
+    Claim("sage-int8",
+          "SageAttention quantises <span class=\"tex\">Q</span> and <span class=\"tex\">K</span> to INT8 per "
+          "block for <span class=\"tex\">QK^\\top</span>, after smoothing <span class=\"tex\">K</span> by "
+          "subtracting its mean over all tokens (every score of a query row moves by the same amount, so the "
+          "softmax is unchanged, and a per-channel offset common to all keys no longer stretches the "
+          "quantisation range), and "
+          "computes <span class=\"tex\">\\tilde PV</span> in FP16 with an FP16 accumulator",
+          "arXiv:2410.02367", "Sec. 4: smoothing K, per-block INT8 quantisation of Q and K, FP16 accumulator "
+          "for P̃V", "demonstrated", basis="stated",
+          quote="The matrix K exhibits a significant channel-wise outlier, leading to substantial accuracy loss "
+                "during quantization."),
+    Claim("int8-tile",
+          "at <span class=\"tex\">d</span> = {{page.i8_d}} the plan gives a tile of "
+          "<span class=\"tex\">B_r</span> = {{page.i8_br}} query rows by <span class=\"tex\">B_c</span> = "
+          "{{page.i8_bc}} keys, so <span class=\"tex\">S_{ij}</span> is {{page.i8_blocks}} result blocks of "
+          "{{page.i8_m}}×{{page.i8_n}}; the workgroup's {{page.i8_subgroups}} subgroups of "
+          "{{page.i8_subgroup_size}} take {{page.i8_rounds}} blocks each, and each block sums "
+          "{{page.i8_ksteps}} products of a {{page.i8_m}}×{{page.i8_k}} int8 block of "
+          "<span class=\"tex\">Q_i</span> and a {{page.i8_k}}×{{page.i8_n}} int8 block of "
+          "<span class=\"tex\">K_j^\\top</span> into int32",
+          "ours", "tiling.plan_int8(64, 49152), the H200's workgroup storage through Dawn; "
+          "wgsl/flash_fwd_int8.wgsl, “S_ij on subgroup matrices”", "modelled here",
+          function="nlpcore.kernels.tiling:plan_int8"),
+    Claim("int8-vs-sage",
+          "Ours differs from SageAttention: <span class=\"tex\">PV</span> stays float32 on the CUDA cores "
+          "(Dawn offers this GPU no float16 subgroup matrices), "
+          "<span class=\"tex\">\\bar k</span> is taken in float32 by the shader's first two passes, and "
+          "lse gets back the <span class=\"tex\">q_i\\cdot\\bar k</span> the smoothing removed",
+          "ours", "wgsl/flash_fwd_int8.wgsl header; kernels/flash_wgsl_int8.py", "ours"),
+    Claim("int8-accuracy",
+          "Against float64 at <span class=\"tex\">N</span> = {{page.i8_acc_n}} (<span class=\"tex\">d</span> "
+          "= 64 and 128, the worst of the two), the int8 tier's output has a relative L1 error of "
+          "{{page.i8_rand_rel_l1}} and a worst per-row cosine similarity of {{page.i8_rand_cos}} on random inputs, "
+          "and {{page.i8_out_rel_l1}} and {{page.i8_out_cos}} on inputs with outlier channels — "
+          "{{page.i8_out_verdict}} the tier's own bar ({{page.i8_bar}}); the float32 tier's relative L1 error on "
+          "the same outlier inputs is {{page.f32_out_rel_l1}}",
+          "ours", WEBGPU_H200 + ": " + "; ".join(INT8_ACCURACY_KEYS), "measured here",
+          record=WEBGPU_H200, key="; ".join(INT8_ACCURACY_KEYS),
+          ledger=True,
+          probe='<a href="#ep2-tensor">Episode 2, tensor cores from WGSL</a>; the '
+                '<a href="performance.html">performance page</a>\'s tier table.'),
+    Claim("int8-speed",
+          "at <span class=\"tex\">N</span> = 16384, 16 heads, <span class=\"tex\">d</span> = 64, the int8 tier "
+          "ran at {{page.i8_tflops}}&nbsp;TFLOP/s through Dawn, against {{page.f32_tflops}} for the float32 tier "
+          "and {{page.sdpa_tflops}} for PyTorch SDPA in bf16 on the same H200: its float32 "
+          "<span class=\"tex\">PV</span>, half the counted FLOPs, caps it at {{page.i8_peak}}&nbsp;TFLOP/s, "
+          "twice the float32 peak",
+          "ours", WEBGPU_H200 + ": " + "; ".join(TIER_SPEED_KEYS.values()), "measured here",
+          record=WEBGPU_H200, key="; ".join(TIER_SPEED_KEYS.values())),
     Claim("ring-min-block",
           "at the dense fp16 peak, an H200 needs a block of at least {{hardware.h200_nvlink_min_block}} tokens "
           "over NVLink ({{hardware.h200_nvlink_oneway_gb_per_s}}&nbsp;GB/s one way) and "
@@ -488,5 +561,5 @@ def problems(claim: Claim) -> List[str]:
     return out
 
 
-__all__ = ["BY_ID", "CLAIMS", "Claim", "SOURCES", "STATUSES", "cite", "ledger_rows", "page_values", "problems",
-           "render", "resolve"]
+__all__ = ["BY_ID", "CLAIMS", "Claim", "INT8_ACCURACY_KEYS", "SOURCES", "STATUSES", "TIER_SPEED_KEYS", "WEBGPU_H200",
+           "cite", "ledger_rows", "page_values", "problems", "render", "resolve"]

@@ -18,10 +18,13 @@
  * (js/exercises/<id>.js) may register its own in its place.
  */
 
-import {getJudge} from "./runtime.js";
+import {getJudge, getRuntime} from "./runtime.js";
 
 export const TIME_LIMIT_MS = 10000;
-getJudge();  // the judge worker boots now, behind the learner's worker
+// The judge worker boots once the learner's worker is ready (or has failed): two Pyodide boots
+// at once share the CPU and delay the page's ready; a grade asked for before the judge is up
+// waits for it (runtime.js starts a call's time limit only after its worker is ready).
+getRuntime().ready.then(() => getJudge(), () => getJudge());
 const runners = new Map();
 
 /* Registers `run(job) -> Promise<outputs>` for checks whose runner is `name`. */

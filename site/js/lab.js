@@ -21,6 +21,7 @@
  */
 import {getRuntime} from "./runtime.js";
 import {openGpu, runSpec} from "./gpu.js";
+import {chooseTier, openTierDevice} from "./tiers.js";
 import {savedForm, saveForm} from "./lab-memory.js";
 
 const $ = (id) => document.getElementById(id);
@@ -35,7 +36,16 @@ const PAIR_LABELS = {
 
 const runtime = getRuntime();
 const gpuReady = openGpu().then((gpu) => ({gpu}), (error) => ({error}));
+const tierDevices = new Map();  // tier id -> Promise of its device (one each, made on first use)
 let runCounter = 0;
+
+function tierDevice(defaultGpu, tier) {
+  if (!tierDevices.has(tier)) {
+    tierDevices.set(tier, openTierDevice(defaultGpu.adapter, tier, defaultGpu.name));
+    tierDevices.get(tier).catch(() => tierDevices.delete(tier));
+  }
+  return tierDevices.get(tier);
+}
 let lastReport = null;
 
 /* ---- formatting ------------------------------------------------------------------------- */
@@ -96,6 +106,7 @@ function restoreForm() {
   }
   $("in-causal").checked = Boolean(saved.causal);
   if (PRECISIONS.includes(saved.precision)) $("in-precision").value = saved.precision;
+  if ([...$("in-tier").options].some((o) => o.value === saved.tier)) $("in-tier").value = saved.tier;
 }
 
 function presetFromUrl() {
@@ -105,6 +116,7 @@ function presetFromUrl() {
   }
   if (query.has("causal")) $("in-causal").checked = ["1", "true", "yes"].includes(query.get("causal"));
   if (PRECISIONS.includes(query.get("precision"))) $("in-precision").value = query.get("precision");
+  if (query.has("tier")) $("in-tier").value = query.get("tier");
 }
 
 function readParams() {
@@ -115,6 +127,7 @@ function readParams() {
   }
   params.causal = $("in-causal").checked;
   params.precision = $("in-precision").value;
+  params.tier = $("in-tier").value;  // "best" or a tier id; runComparison resolves it
   return params;
 }
 
@@ -282,11 +295,52 @@ export async function runComparison(params = readParams()) {
     return report({...detail, status: "error", error: message});
   };
   try {
+    // The kernel tier: the best this adapter offers, or the learner's pick (js/tiers.js).
+    const {gpu: defaultGpu, error: gpuError} = await gpuReady;
+    let gpu = defaultGpu;
+    let tierParams = {tier: "portable"};
+    if (!gpuError) {
+      const choice = chooseTier(defaultGpu.adapter, params.tier);
+      if (choice.tier !== "portable") {
+        try {
+          gpu = await tierDevice(defaultGpu, choice.tier);
+        } catch (error) {
+          choice.why += `; its device could not be made (${error.message}), so portable float32 ran`;
+          choice.tier = "portable";
+        }
+      }
+      tierParams = {tier: choice.tier, storage: gpu.limits.maxComputeWorkgroupStorageSize,
+                    subgroup_size: gpu.subgroupSize || 32};
+      detail.tier = {tier: choice.tier, why: choice.why};
+      $("tier-ran").textContent = `${choice.tier}: ${choice.why}`;
+      $("tier-ran").dataset.tier = choice.tier;
+      $("storage-limit").textContent = `${gpu.limits.maxComputeWorkgroupStorageSize} bytes (` +
+          (choice.tier === "f16" || choice.tier === "int8" ? `the adapter's own, for the ${choice.tier} tier)`
+                                                            : "device requested with default limits)");
+    } else {
+      $("tier-ran").textContent = "portable (no WebGPU here: the CPU paths run the portable kernel's mirror)";
+    }
     let prepared;
     try {
-      prepared = await runtime.call("lab.prepare", params);
+      prepared = await runtime.call("lab.prepare", {...params, ...tierParams});
     } catch (error) {
-      return fail(error.message);
+      // A tier chosen for the adapter may not fit this d (its plan says why): the portable tier
+      // runs instead, and the page says so. A refusal of the size itself stands.
+      if (tierParams.tier === "portable" || params.tier !== "best" || /too long/.test(error.message)) {
+        return fail(error.message);
+      }
+      const why = `${tierParams.tier} cannot run this size (${error.message.replace(/^ValueError: /, "")}), ` +
+                  "so portable float32 ran";
+      gpu = defaultGpu;
+      tierParams = {tier: "portable"};
+      detail.tier = {tier: "portable", why};
+      $("tier-ran").textContent = `portable: ${why}`;
+      $("tier-ran").dataset.tier = "portable";
+      try {
+        prepared = await runtime.call("lab.prepare", {...params, ...tierParams});
+      } catch (again) {
+        return fail(again.message);
+      }
     }
     if (stale()) return detail;
     detail.plan = prepared.plan;
@@ -294,7 +348,6 @@ export async function runComparison(params = readParams()) {
     showPreview(prepared.preview, prepared.times);
     $("plan").title = `${prepared.mirror_steps} key-tile steps in the CPU mirror`;
 
-    const {gpu, error: gpuError} = await gpuReady;
     if (gpuError) {
       const cpu = prepared.cpu;
       showPairs([cpu]);
@@ -319,7 +372,7 @@ export async function runComparison(params = readParams()) {
     let result;
     showProgress("Python: comparing the GPU's output with the mirror and flash_np");
     try {
-      result = await runtime.call("lab.compare", {...params, outputs: dispatched.outputs,
+      result = await runtime.call("lab.compare", {...params, ...tierParams, outputs: dispatched.outputs,
                                                  gpu_ms: dispatched.gpuMs});
     } catch (error) {
       return fail(error.message);

@@ -21,8 +21,8 @@
  *
  * Judging: a grade's expected values and verdicts are computed in the judge worker (role
  * "judge"; js/check-runner.js sends it the learner worker's collected data), which never runs
- * learner code and answers only the judge's calls. It boots alongside the learner worker, its
- * progress on <html data-judge="<stage>">.
+ * learner code and answers only the judge's calls. js/check-runner.js boots it once the learner
+ * worker is ready, its progress on <html data-judge="<stage>">.
  */
 
 const DEFAULT_TIMEOUT_MS = 120000;
@@ -147,7 +147,7 @@ export function getRuntime() {
   return shared;
 }
 
-/* The judge: a second worker that never runs learner code (boots at once, beside the first). */
+/* The judge: a second worker that never runs learner code (boots when first asked for). */
 export function getJudge() {
   if (!judge) judge = new Runtime(new URL("./pyworker.js?role=judge", import.meta.url), "judge");
   return judge;

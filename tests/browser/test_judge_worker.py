@@ -7,7 +7,7 @@ import textwrap
 
 from nlpcore import lab
 
-RESULTS_DONE = ("() => ['done', 'error'].includes("
+RESULTS_DONE = ("() => ['done', 'error', 'refused'].includes("
                 "document.querySelector('[data-testid=results]').dataset.state)")
 # Patches the judging vocabulary and leaves a gc callback that patches it again later: in the
 # learner worker. A wrong prediction must still fail.
@@ -42,7 +42,7 @@ def _run(page, code):
 def test_the_page_judges_in_a_worker_that_runs_no_learner_code(page, site_url, browser_helpers):
     _open(page, site_url, browser_helpers, "online-softmax", "predict")
     statuses, state = _run(page, PATCHING)
-    assert state == "failed" and statuses.count("fail") >= 2, statuses
+    assert state != "passed" and statuses.count("fail") >= 2, (state, statuses)
     page.wait_for_function("document.documentElement.dataset.judge === 'ready'", timeout=180000)
     refused = page.evaluate("""async () => {
         const {getJudge} = await import('./js/runtime.js');
@@ -53,4 +53,4 @@ def test_the_page_judges_in_a_worker_that_runs_no_learner_code(page, site_url, b
     solution = lab.exercise("online-softmax").step("predict").solution
     assert _run(page, solution) == (["pass"] * 3, "passed")
     statuses, state = _run(page, "standard = 1.0\nflash = 2.0\n")
-    assert state == "failed" and statuses.count("fail") == 2, statuses
+    assert state != "passed" and statuses.count("fail") == 2, (state, statuses)

@@ -152,7 +152,7 @@ def test_shader_compile_errors_are_reported_with_line_and_column(page, site_url,
     page.context.route("**/wgsl/flash_fwd.wgsl", lambda route: route.fulfill(
         status=200, content_type="text/plain", body="@compute @workgroup_size(1)\nfn main() {\n  let x = ;\n}\n"))
     browser_helpers.allow_console_error(page, "")  # Dawn logs the compilation error itself
-    page.goto(site_url + "lab.html?n=8&d=16")
+    page.goto(site_url + "lab.html?n=8&d=16&tier=portable")  # flash_fwd.wgsl is the portable tier's
     assert browser_helpers.wait_for_status(page, "compare", FINAL) == "error"
     message = page.inner_text("#error")
     assert "WGSL compilation failed" in message and re.search(r"flash_fwd\.wgsl:3:\d+", message), message

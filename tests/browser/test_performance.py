@@ -224,8 +224,10 @@ def test_triton_backends_have_one_colour_everywhere(page, site_url, lab_dist):
     page.wait_for_function("document.getElementById('plot-note').dataset.state === 'ready'",
                            timeout=60000)
     on_exercise = chart_colours(page, ["plot-fwd", "plot-bwd"])
-    assert on_exercise == on_performance, (on_exercise, on_performance)
-    assert len(set(on_exercise.values())) == len(on_exercise) >= 4  # one colour per backend
+    # Every backend the exercise plots has the performance page's colour (the page may plot more:
+    # the forward-only FlashAttention-3 kernel is not on the exercise's chart).
+    assert {label: on_performance.get(label) for label in on_exercise} == on_exercise, (on_exercise, on_performance)
+    assert len(set(on_performance.values())) == len(on_performance) >= 4  # one colour per backend
 
 
 def test_wide_tables_on_a_phone_are_keyboard_scroll_boxes_with_a_cue(page, site_url):
@@ -244,7 +246,7 @@ def test_wide_tables_on_a_phone_are_keyboard_scroll_boxes_with_a_cue(page, site_
     unreachable = """() => [...document.querySelectorAll('.table-scroll, .tex-display, pre, .code')]
         .filter(b => b.scrollWidth > b.clientWidth + 1 && b.tabIndex < 0 && !b.querySelector('a[href], button'))
         .map(b => (b.querySelector('[data-testid]') || b.parentElement).dataset.testid || b.parentElement.id)"""
-    try:                                                    # the helper runs 250 ms after content lands
+    try:                                                    # the helper runs a frame after content lands
         page.wait_for_function(f"({unreachable})().length === 0", timeout=5000)
     except Exception:
         assert False, f"boxes that scroll but Tab cannot reach: {page.evaluate(unreachable)}"

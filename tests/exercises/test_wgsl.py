@@ -4,7 +4,7 @@ wgpu-py (naga + Mesa lavapipe) in place of the page's navigator.gpu.
 
 Each planted bug (nlpcore/lab/exercises/wgsl/planted_bugs.py) must fail exactly the checks it is planted for; the reference
 solutions must pass every check (so they are valid WGSL for naga as well as for the browser's
-Tint, which tests/browser/test_wgsl_exercise.py covers).
+Tint, which tests/browser/test_exercise_page_wgsl.py covers).
 """
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def emulated_source(text: str) -> str:
         raise ValueError("emulated_source: the shader lacks its subgroup-matrix block markers")
     text = text[:begin] + _EMULATED_BLOCK + text[end + len(_MMA_END):]
     drop = ("enable chromium_experimental_subgroup_matrix;",
-            "diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);")
+            "diagnostic(off, chromium.subgroup_matrix_uniformity);")
     return "\n".join(line for line in text.split("\n") if line.strip() not in drop)
 
 

@@ -6,7 +6,9 @@ one workgroup per query tile of Br rows, each row owned by KS invocations that k
 of q, its output accumulator and its running max m and sum l in registers, while the key/value
 tiles K_j, V_j stream through ``var<workgroup>`` memory (the online softmax of Milakov &
 Gimelshein 2018, arXiv:1805.02867). :func:`forward` below does the same steps in the same order
-with the same names, in float32, so the GPU and this mirror agree to float32 rounding. Where
+with the same names, in float32, so the GPU and this mirror agree to float32 rounding (with
+``tier="subgroup"`` or ``"f16"``, of ``wgsl/flash_fwd_subgroup.wgsl`` or ``flash_fwd_f16.wgsl``,
+which differ only in how a row's score is summed or in the width of the stored data). Where
 the shader's invocations each hold a row slice in registers, the mirror holds all of them in
 one array indexed [row, lane, ...] and does a whole tile in one NumPy statement; the barriers
 sit between those statements in both.
@@ -130,8 +132,10 @@ def prepare(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None, 
     elif (plan.d, plan.dv, plan.dtype_bytes, plan.tier) != (d, dv, width, tier):
         raise ValueError(
             "plan was made for d={}, dv={}, dtype_bytes={}, tier={!r} but the inputs need d={}, dv={}, "
-            "dtype_bytes={}, tier={!r}: call tiling.plan_for({!r}, {}, dv={})".format(
-                plan.d, plan.dv, plan.dtype_bytes, plan.tier, d, dv, width, tier, tier, d, dv
+            "dtype_bytes={}, tier={!r}: call {}".format(
+                plan.d, plan.dv, plan.dtype_bytes, plan.tier, d, dv, width, tier,
+                "tiling.plan({}, 4, dv={})".format(d, dv) if tier == "portable"
+                else "tiling.plan_for({!r}, {}, dv={})".format(tier, d, dv)
             )
         )
 

@@ -262,9 +262,8 @@ def plan(
         tier = "f16" if dtype_bytes == 2 else "portable"
     if tier not in ("portable", "subgroup", "f16"):
         raise ValueError("tier must be 'portable', 'subgroup' or 'f16' (plan_int8 plans 'int8'), got {!r}".format(tier))
-    if (tier == "f16") != (dtype_bytes == 2):
-        raise ValueError("the f16 tier stages 2-byte elements and the float32 tiers 4-byte ones: tier={!r} "
-                         "with dtype_bytes={}".format(tier, dtype_bytes))
+    if tier == "f16" and dtype_bytes != 2:
+        raise ValueError("the f16 tier stages 2-byte elements: tier='f16' with dtype_bytes={}".format(dtype_bytes))
     storage_limit = positive_int(storage_limit, "storage_limit")
     max_block = positive_int(max_block, "max_block")
     br = None if br is None else positive_int(br, "br")
@@ -372,6 +371,11 @@ def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_
             bc += MMA_N
     elif positive_int(bc, "bc") % MMA_N:
         raise ValueError("bc must be a multiple of {} (the subgroup matrices' columns), got {}".format(MMA_N, bc))
+    blocks, subgroups = (br // MMA_M) * (bc // MMA_N) if bc else 0, br * ks // subgroup_size
+    if bc and blocks % subgroups:
+        raise ValueError("br={} x bc={} make {} result blocks of 16 x 16, not a multiple of the {} subgroups of "
+                         "{} invocations (the shader gives every subgroup the same number)".format(
+                             br, bc, blocks, subgroups, subgroup_size))
     if bc and br * bc > S_TILE:
         raise ValueError("br={} x bc={} scores exceed the shader's s_tile of {} (S_TILE)".format(br, bc, S_TILE))
     if bc == 0 or bytes_needed(br, bc, d, dv, 4, ks, "int8") > storage_limit:

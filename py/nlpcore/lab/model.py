@@ -198,7 +198,7 @@ class Check:
     the module docstring), or ``run(ns)``; each returns a message or raises CheckFailed."""
     id: str
     title: str
-    run: Optional[Callable] = None          # python runner: run(ns) -> optional message
+    run: Optional[Callable] = None          # one phase, run(ns) -> message: WGSL steps only
     collect: Optional[Callable] = None      # two phases: collect(ns) -> plain data ...
     judge: Optional[Callable] = None        # ... judge(collected) -> optional message
     runner: str = "python"                  # "python", a JS runner name, or "local"

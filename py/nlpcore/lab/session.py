@@ -290,7 +290,8 @@ def collect(exercise: Exercise, step_id: str, code: str, seed: int) -> dict:
 
 def _phase_one(step: Step, ns: dict, session: "_Session", verdicts: dict, collected: dict):
     """Every check's learner part: ``collect`` (once per distinct collect function), a page
-    job's ``prepare``, or (one-phase checks, until none remain) the whole ``run``."""
+    job's ``prepare``, or (a one-phase check of a WGSL step, where no learner code runs) the
+    whole ``run``."""
     refused = session.refusal.refused
     at_load = list(refused)
     shared: Dict[Callable, tuple] = {}     # checks that share a collect run it once
@@ -307,6 +308,10 @@ def _phase_one(step: Step, ns: dict, session: "_Session", verdicts: dict, collec
                 collected[i] = data
             else:
                 verdicts[i] = dict(failure, id=check.id, title=check.title)
+        elif check.runner == "python" and step.language == "python":
+            verdicts[i] = result(check.id, check.title, "error", "the grader's check %r has no "
+                                 "collect/judge phases, so it cannot be judged apart from your "
+                                 "code; this is a fault of the grader" % check.id)
         else:
             verdicts[i] = _learner_side(check, ns)
         if refused or at_load:
@@ -327,8 +332,10 @@ def _collect(check: Check, ns: dict):
 
 
 def _learner_side(check: Check, ns: dict) -> dict:
-    """A page job (``prepare``), or a one-phase ``run`` (judged where the learner's code runs:
-    the judge-side guarantee does not hold for it)."""
+    """A page job (``prepare``), or a one-phase ``run`` of a step whose code is not Python (a
+    WGSL shader: ``ns`` holds its text, and no learner code runs here). A Python step's
+    one-phase check is refused (:func:`_phase_one`): it would be judged beside the learner's
+    code."""
     fn = check.prepare if check.runner != "python" else check.run
     if fn is None:
         return result(check.id, check.title, "error", "the grader defines no collect for this check")

@@ -15,7 +15,8 @@ import tracemalloc
 from .judging import peak_memory
 from .model import CheckFailed
 
-TILE_BUFFERS = 8     # (Br, Bc) float64 temporaries (scores, exp, masks) plus their (B, d) slices
+TILE_BUFFERS = 12    # (Br, Bc) float64 temporaries (scores, exp, masks, dP, dS) with their
+                     # (B, d) slices; the reference backward holds about 7 at once
 ROW_STATS = 6        # float64 numbers per query row (m, ℓ, lse, D and a copy or two)
 MIB = 1.0 / (1 << 20)
 

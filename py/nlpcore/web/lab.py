@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from .. import tolerances
-from ..kernels import flash_np, flash_wgsl_mirror, tiling
+from ..kernels import flash_np, flash_wgsl_int8, flash_wgsl_mirror, tiling
 
 __all__ = ["prepare", "compare", "limits"]
 
@@ -54,6 +54,23 @@ MAX_HEADS = 4
 MAX_SCORE_MACS = 2 ** 29
 
 PRECISIONS = ("float32", "float16")
+
+TIERS = tiling.TIERS
+"""The tiled kernel's tiers the page may run (site/js/tiers.js picks the best the adapter offers).
+The GPU is compared with that tier's own mirror; flash_np stays the float32 (or float16) oracle."""
+
+# The f16 and int8 tiers compute something other than float32 attention on purpose, so their
+# GPU-vs-flash_np and mirror-vs-flash_np pairs get the tier's own accuracy as the bar (max |delta|
+# <= rtol * max |reference|): f16 stores o in float16 (one ulp is 2^-10 relative); int8 scores
+# measured on the H200 and in tests/test_wgsl_tiers.py: max |delta| up to ~3 % of max |o| on
+# random inputs. GPU vs the tier's mirror: float16 output rounding for f16; for int8 a value
+# within an ulp of a rounding midpoint may quantise one step apart on the GPU (1e-3 relative).
+TIER_TOLERANCES = {
+    "f16": {"gpu_vs_mirror": {"atol": 1e-6, "rtol": 2.0 ** -10}, "gpu_vs_flash_np": {"atol": 1e-6, "rtol": 1e-2},
+            "mirror_vs_flash_np": {"atol": 1e-6, "rtol": 1e-2}},
+    "int8": {"gpu_vs_mirror": {"atol": 1e-6, "rtol": 1e-3}, "gpu_vs_flash_np": {"atol": 1e-6, "rtol": 0.1},
+             "mirror_vs_flash_np": {"atol": 1e-6, "rtol": 0.1}},
+}
 
 # Tolerances per pair of results (nlpcore.tolerances.PAGE and PAGE_FLOAT16, where each is
 # explained), applied to o and to lse separately: max |delta| <= atol + rtol * max |reference|
@@ -97,7 +114,8 @@ def _int_arg(value: Any, name: str, low: int, high: int) -> int:
     return value
 
 
-def _check_args(n, d, causal, padding, heads, seed, precision="float32") -> tuple:
+def _check_args(n, d, causal, padding, heads, seed, precision="float32", tier="portable", storage=None,
+                subgroup_size=32) -> tuple:
     n = _int_arg(n, "n", 1, MAX_N)
     d = _int_arg(d, "d", 1, MAX_D)
     if not isinstance(causal, bool):
@@ -107,7 +125,11 @@ def _check_args(n, d, causal, padding, heads, seed, precision="float32") -> tupl
     seed = _int_arg(seed, "seed", 0, 2 ** 32 - 1)
     if precision not in PRECISIONS:
         raise ValueError("precision: expected one of {}, got {!r}".format(", ".join(PRECISIONS), precision))
-    return n, d, causal, padding, heads, seed, precision
+    if tier not in TIERS:
+        raise ValueError("tier: expected one of {}, got {!r}".format(", ".join(TIERS), tier))
+    storage = tiling.WEBGPU_DEFAULT_STORAGE if storage is None else _int_arg(storage, "storage", 1, 1 << 20)
+    subgroup_size = _int_arg(subgroup_size, "subgroup_size", 1, 1024)
+    return n, d, causal, padding, heads, seed, precision, tier, storage, subgroup_size
 
 
 def make_inputs(n: int, d: int, padding: int, heads: int, seed: int, precision: str = "float32"):
@@ -133,8 +155,11 @@ def make_inputs(n: int, d: int, padding: int, heads: int, seed: int, precision: 
 def _run_cpu(key: tuple) -> Dict[str, Any]:
     if _last.get("key") == key:
         return _last
-    n, d, causal, padding, heads, seed, precision = key
-    plan = tiling.plan(d)  # ValueError naming the 16384-byte limit when d cannot fit
+    n, d, causal, padding, heads, seed, precision, tier, storage, subgroup_size = key
+    # ValueError naming the limit (16384 bytes for the float32 tiers) when d cannot fit, or what
+    # the tier's shader cannot do (a subgroup tier needing a power-of-two KS, an int8 d not a
+    # multiple of 32: the page then runs the portable tier)
+    plan = tiling.plan_for(tier, d, limits={"maxComputeWorkgroupStorageSize": storage}, subgroup_size=subgroup_size)
     work = score_macs(n, d, heads)
     if work > MAX_SCORE_MACS:
         raise ValueError(
@@ -150,10 +175,16 @@ def _run_cpu(key: tuple) -> Dict[str, Any]:
     np_ms = (time.perf_counter() - started) * 1e3
 
     started = time.perf_counter()
-    o_mirror, lse_mirror = flash_wgsl_mirror.forward(q, k, v, causal=causal, mask=mask, plan=plan)
+    if tier == "int8":
+        o_mirror, lse_mirror = flash_wgsl_int8.forward(q, k, v, causal=causal, mask=mask, plan=plan)
+    else:
+        o_mirror, lse_mirror = flash_wgsl_mirror.forward(q, k, v, causal=causal, mask=mask, plan=plan, tier=tier)
     mirror_ms = (time.perf_counter() - started) * 1e3
 
-    spec = flash_wgsl_mirror.dispatch_spec(q, k, v, causal=causal, mask=mask, scale=None, plan=plan)
+    if tier == "int8":
+        spec = flash_wgsl_int8.dispatch_spec(q, k, v, causal=causal, mask=mask, scale=None, plan=plan)
+    else:
+        spec = flash_wgsl_mirror.dispatch_spec(q, k, v, causal=causal, mask=mask, scale=None, plan=plan, tier=tier)
     _last.clear()
     _last.update(key=key, plan=plan, spec=spec,
                  flash_np=(o_np, lse_np), mirror=(o_mirror, lse_mirror),
@@ -162,7 +193,8 @@ def _run_cpu(key: tuple) -> Dict[str, Any]:
 
 
 def compare_pair(name: str, result: Tuple[np.ndarray, np.ndarray],
-                 reference: Tuple[np.ndarray, np.ndarray], precision: str = "float32") -> Dict[str, Any]:
+                 reference: Tuple[np.ndarray, np.ndarray], precision: str = "float32",
+                 tier: str = "portable") -> Dict[str, Any]:
     """max |delta| of o and lse between two (o, lse) results, and the verdict for `name`.
 
     Rows whose lse is -inf (no allowed key) must be -inf in both, with o = 0 in both; any NaN
@@ -171,7 +203,7 @@ def compare_pair(name: str, result: Tuple[np.ndarray, np.ndarray],
     """
     o, lse = (np.asarray(x) for x in result)
     o_ref, lse_ref = (np.asarray(x) for x in reference)
-    tol = TOLERANCES_BY_PRECISION[precision][name]
+    tol = TIER_TOLERANCES[tier][name] if tier in TIER_TOLERANCES else TOLERANCES_BY_PRECISION[precision][name]
     problem = None
     if o.shape != o_ref.shape or lse.shape != lse_ref.shape:
         problem = "shapes differ: o {} vs {}, lse {} vs {}".format(
@@ -218,11 +250,14 @@ def _preview(n: int, results: Dict[str, Tuple[np.ndarray, np.ndarray]]) -> Dict[
 
 
 def _summary(key: tuple, run: Dict[str, Any]) -> Dict[str, Any]:
-    n, d, causal, padding, heads, seed, precision = key
+    n, d, causal, padding, heads, seed, precision, tier, storage, subgroup_size = key
     plan = run["plan"]
     return {
         "args": {"n": n, "d": d, "causal": causal, "padding": padding, "heads": heads, "seed": seed,
-                 "precision": precision},
+                 "precision": precision, "tier": tier, "storage": storage, "subgroup_size": subgroup_size},
+        "tier": tier,
+        "shader": run["spec"]["shader"],
+        "features": list(run["spec"].get("features", [])),
         "plan": plan.as_dict(),
         "mirror_steps": run["steps"],
         "scale": 1.0 / math.sqrt(d),
@@ -231,7 +266,8 @@ def _summary(key: tuple, run: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def prepare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, heads: int = 1,
-            seed: int = 0, precision: str = "float32") -> Dict[str, Any]:
+            seed: int = 0, precision: str = "float32", tier: str = "portable", storage: Optional[int] = None,
+            subgroup_size: int = 32) -> Dict[str, Any]:
     """Draw inputs, plan the tiles, run flash_np and the mirror; return the spec to dispatch.
 
     Args:
@@ -243,6 +279,10 @@ def prepare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, he
         seed: seed of the N(0, 1) inputs.
         precision: "float32", or "float16" (inputs rounded to float16; flash_np computes with
             them as 16-bit inputs, the mirror and the shader in float32).
+        tier: the kernel tier to run (:data:`TIERS`; site/js/tiers.js says which the adapter
+            offers); its shader, plan and mirror. storage: the device's
+            maxComputeWorkgroupStorageSize, which sizes the f16 and int8 plans (default 16384);
+            subgroup_size: the adapter's largest subgroup (int8 only).
 
     Returns:
         {"args", "plan" (TilePlan.as_dict()), "mirror_steps", "scale", "times", "spec" (the dispatch spec,
@@ -253,22 +293,24 @@ def prepare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, he
         not fit maxComputeWorkgroupStorageSize (16384 bytes), and before any work when the
         scores would take more than MAX_SCORE_MACS multiply-adds.
     """
-    key = _check_args(n, d, causal, padding, heads, seed, precision)
+    key = _check_args(n, d, causal, padding, heads, seed, precision, tier, storage, subgroup_size)
     run = _run_cpu(key)
     out = _summary(key, run)
     out["spec"] = run["spec"]
-    out["cpu"] = compare_pair("mirror_vs_flash_np", run["mirror"], run["flash_np"], precision)
+    out["cpu"] = compare_pair("mirror_vs_flash_np", run["mirror"], run["flash_np"], precision, tier)
     out["preview"] = _preview(key[0], {"mirror": run["mirror"], "flash_np": run["flash_np"]})
     return out
 
 
 def compare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, heads: int = 1,
             seed: int = 0, outputs: Optional[Dict[str, bytes]] = None,
-            gpu_ms: Optional[float] = None, precision: str = "float32") -> Dict[str, Any]:
+            gpu_ms: Optional[float] = None, precision: str = "float32", tier: str = "portable",
+            storage: Optional[int] = None, subgroup_size: int = 32) -> Dict[str, Any]:
     """Decode the GPU's output bytes and compare them with the mirror and with flash_np.
 
     Args:
-        n, d, causal, padding, heads, seed, precision: as for :func:`prepare` (same values).
+        n, d, causal, padding, heads, seed, precision, tier, storage, subgroup_size: as for
+            :func:`prepare` (same values).
         outputs: {binding name: raw little-endian bytes} read back from the GPU.
         gpu_ms: the page's timing of the dispatch, echoed in "times".
 
@@ -277,15 +319,15 @@ def compare(n: int = 64, d: int = 32, causal: bool = False, padding: int = 0, he
         mirror_vs_flash_np], "status": "match"|"mismatch", "max_abs_err" (GPU vs mirror),
         "preview": a few values of o from each path}.
     """
-    key = _check_args(n, d, causal, padding, heads, seed, precision)
+    key = _check_args(n, d, causal, padding, heads, seed, precision, tier, storage, subgroup_size)
     if not isinstance(outputs, dict) or not all(isinstance(v, bytes) for v in outputs.values()):
         raise TypeError("outputs: expected a dict of {binding name: bytes} read back from the GPU")
     run = _run_cpu(key)
     gpu = flash_wgsl_mirror.decode_outputs(run["spec"], outputs)
     pairs = [
-        compare_pair("gpu_vs_mirror", gpu, run["mirror"], precision),
-        compare_pair("gpu_vs_flash_np", gpu, run["flash_np"], precision),
-        compare_pair("mirror_vs_flash_np", run["mirror"], run["flash_np"], precision),
+        compare_pair("gpu_vs_mirror", gpu, run["mirror"], precision, tier),
+        compare_pair("gpu_vs_flash_np", gpu, run["flash_np"], precision, tier),
+        compare_pair("mirror_vs_flash_np", run["mirror"], run["flash_np"], precision, tier),
     ]
     out = _summary(key, run)
     if gpu_ms is not None:

@@ -20,10 +20,11 @@ exp, max and the row sums are the same in both and not counted):
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict
 
-from .. import hardware, measured
-from ..kernels import io_model
+from .. import claims, hardware, measured
+from ..kernels import flash_wgsl_int8, io_model, tiling
 
 CELL_LIMITS = {
     "fa2": {"n": 65536, "d": 256, "sram": 1048576, "bh": 4096, "warps": 16},
@@ -200,6 +201,58 @@ def page_numbers() -> dict:
     base, ours = h200.get((1024, 128, "baseline")), h200.get((1024, 128, "triton"))
     out["h200_d128_traffic_ratio"] = ("%.1f" % (base["hbm_gb"] / ours["hbm_gb"])
                                       if base and ours and base["hbm_gb"] and ours["hbm_gb"] else "not recorded")
+    out.update(int8_tier_numbers())
+    return out
+
+
+_ACC_KEY = re.compile(r"^accuracy\[engine=\w+,tier=(\w+),d=\d+,inputs=(\w+)\]\.(\w+)$")
+INT8_D = 64  # the head width of the int8 tier's tile shown on the module page
+INT8_STORAGE = 49152  # workgroup bytes Dawn gives on the H200 (DESIGN.md), the plan's budget there
+
+
+def int8_tier_numbers(record: Any = None) -> Dict[str, Any]:
+    """Numbers of Episode 2's "tensor cores from WGSL" (stamped as ``{{page.<name>}}``): the
+    tensor-core to float32 ratio of the H200 (``tc_ratio``, :data:`hardware.GPUS`); the int8 tile
+    at d = :data:`INT8_D` (``i8_*``: ``tiling.plan_int8``, the subgroup-matrix shape
+    ``tiling.MMA_*`` and the int8 levels -127..127 of ``flash_wgsl_int8.INT8_MAX``); and, from ``bench/results/webgpu_h200.json`` read through
+    ``claims.INT8_ACCURACY_KEYS`` and ``claims.TIER_SPEED_KEYS``, the int8 tier's worst relative L1
+    error and per-row cosine over d = 64 and 128 on random and outlier inputs, and the tier speeds
+    ("not recorded" without the record)."""
+    h200 = hardware.GPUS["H200"]
+    plan = tiling.plan_int8(INT8_D, INT8_STORAGE)
+    subgroups = plan.workgroup_size // hardware.WARP_SIZE
+    blocks = (plan.br // tiling.MMA_M) * (plan.bc // tiling.MMA_N)
+    out = {"tc_ratio": "%.1f" % (h200.fp16_flops / h200.fp32_flops),
+           "i8_d": INT8_D, "i8_br": plan.br, "i8_bc": plan.bc, "i8_m": tiling.MMA_M, "i8_n": tiling.MMA_N,
+           "i8_k": tiling.MMA_K, "i8_blocks": blocks, "i8_subgroups": subgroups,
+           "i8_subgroup_size": hardware.WARP_SIZE, "i8_rounds": blocks // subgroups,
+           "i8_ksteps": INT8_D // tiling.MMA_K, "i8_levels": 2 * flash_wgsl_int8.INT8_MAX + 1}
+    record = measured.record("webgpu_h200.json") if record is None else record
+    names = ("i8_acc_n", "i8_rand_rel_l1", "i8_rand_cos", "i8_out_rel_l1", "i8_out_cos", "i8_out_verdict",
+             "i8_bar", "f32_out_rel_l1", "i8_tflops", "f32_tflops", "sdpa_tflops", "i8_peak")
+    if record is None:
+        out.update({name: "not recorded" for name in names})
+        return out
+    acc = {}
+    for key in claims.INT8_ACCURACY_KEYS:  # "accuracy[engine=dawn,tier=T,d=D,inputs=I].F"
+        tier, inputs, field = _ACC_KEY.match(key).groups()
+        acc.setdefault((tier, inputs, field), []).append(claims.resolve(record, key))
+    rows = [claims.resolve(record, key.rsplit(".", 1)[0]) for key in claims.INT8_ACCURACY_KEYS]
+    bar = claims.resolve(record, "tiers.parameters.validity.int8").replace("<=", "≤").replace(">=", "≥")
+    outlier_valid = all(row["valid"] for row in rows if row["tier"] == "int8" and row["inputs"] == "outlier")
+    speed = {name: claims.resolve(record, key) for name, key in claims.TIER_SPEED_KEYS.items()}
+    out.update({
+        "i8_acc_n": "{:,}".format(rows[0]["n"]),
+        "i8_rand_rel_l1": "%.3f" % max(acc[("int8", "random", "rel_l1")]),
+        "i8_rand_cos": "%.4f" % min(acc[("int8", "random", "cos_min")]),
+        "i8_out_rel_l1": "%.3f" % max(acc[("int8", "outlier", "rel_l1")]),
+        "i8_out_cos": "%.3f" % min(acc[("int8", "outlier", "cos_min")]),
+        "i8_out_verdict": "within" if outlier_valid else "which fails",
+        "i8_bar": bar,
+        "f32_out_rel_l1": "%.1e" % max(acc[("portable", "outlier", "rel_l1")]),
+        "i8_tflops": "%.1f" % speed["int8"], "f32_tflops": "%.1f" % speed["portable"],
+        "sdpa_tflops": "%.0f" % speed["sdpa"], "i8_peak": "%g" % speed["int8_peak"],
+    })
     return out
 
 
@@ -213,5 +266,5 @@ def smallest_winning_m(n: int, d: int) -> int:
     return m
 
 
-__all__ = ["CELL_LIMITS", "cell_fa2", "cell_ring", "loop_order_bytes", "output_update_ops", "page_numbers",
+__all__ = ["CELL_LIMITS", "cell_fa2", "cell_ring", "int8_tier_numbers", "loop_order_bytes", "output_update_ops", "page_numbers",
            "ring_step", "smallest_winning_m"]
