@@ -355,8 +355,7 @@ function updateLoadSolution() {
   button.disabled = locked;
   // Said beside the button, not only in a title: a disabled button takes no focus or hover.
   const why = locked ? "Load solution opens after your first prediction: the solution holds the answer." : "";
-  button.title = why;
-  $("load-solution-why").textContent = why;
+  button.title = $("load-solution-why").textContent = why;
   $("load-solution-why").hidden = !locked;
 }
 
