@@ -3,8 +3,8 @@
 // can scroll it, a keyboard only if focus can get in. Every page loads this module (build.py's
 // site header), so no page marks its boxes by hand: any box below that scrolls (content wider or
 // taller than the box) and holds nothing focusable gets tabindex="0" (Tab reaches it, the arrow
-// keys scroll it), role="region" and a name; every box that scrolls gets class "scroll-box" and
-// data-scrolls="x", "y" or "xy", which css/scroll-box.css draws as a shadow at each edge with more
+// keys scroll it), role="region" and a name; every box that scrolls gets class "scroll-box-on"
+// and data-scrolls="x", "y" or "xy", which css/scroll-box.css draws as a shadow at each edge with more
 // content beyond it. A box that stops scrolling (a wider window) loses what was added. The check
 // runs on load, once web fonts are in, on resize, and in the animation frame after content is
 // added or removed; <html data-scroll-boxes> is "pending" while a check is due and "done" after it
@@ -27,18 +27,24 @@ function scrolls(box) {
   return (x ? "x" : "") + (y ? "y" : "");
 }
 
+const NAME_CHARS = 80;  // a region's name is read out on every visit: keep it to a phrase
+const short = (text) => {
+  const one = text.trim().replace(/\s+/g, " ");
+  return one.length > NAME_CHARS ? `${one.slice(0, NAME_CHARS - 1)}\u2026` : one;
+};
+
 /* A short name for the box: its table's caption, its data-scroll-label, or what it holds and the
  * heading of the section it sits in. */
 function nameOf(box) {
   if (box.dataset.scrollLabel) return box.dataset.scrollLabel;
   const caption = box.querySelector("caption");
-  if (caption && caption.textContent.trim()) return `Table: ${caption.textContent.trim()}`;
+  if (caption && caption.textContent.trim()) return `Table: ${short(caption.textContent)}`;
   const kind = box.querySelector("table") ? "Table"
     : box.matches(".tex-display") ? "Formula"
     : box.matches(".CodeMirror-scroll") ? "Code view" : "Code";
   const section = box.closest("section, details, li, article");
   const heading = section && section.querySelector("h1, h2, h3, h4, summary");
-  const title = heading ? heading.textContent.trim().replace(/\s+/g, " ").slice(0, 60) : "";
+  const title = heading ? short(heading.textContent) : "";
   return title ? `${kind} (scrolls): ${title}` : `${kind} (scrolls)`;
 }
 
