@@ -363,7 +363,10 @@ def site_header(page: str) -> str:
                       '  <a class="brand" href="index.html">FlashAttention lab</a>',
                       '  <nav aria-label="Site">', *links, "  </nav>", "</header>",
                       # js/offline.js registers sw.js: the site works offline after one visit
-                      '<script type="module" src="js/offline.js"></script>'])
+                      '<script type="module" src="js/offline.js"></script>',
+                      # js/scroll-box.js lets Tab reach every box that scrolls inside the page
+                      '<link rel="stylesheet" href="css/scroll-box.css">',
+                      '<script type="module" src="js/scroll-box.js"></script>'])
 
 
 STAMP_DEPTH = 3  # a value may hold {{names}} itself (a claim quotes numbers): this many rounds at most

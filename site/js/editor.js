@@ -8,16 +8,27 @@
 // `keys` adds the page's shortcuts ({"Ctrl-Enter": fn, ...}, CodeMirror key names; each fn gets
 // no argument). `onKeyMode(mode)` hears "indent" (focused: Tab indents),
 // "leave" (after Esc: Tab leaves) and "away" (focus elsewhere), so the page can say which holds.
+//
+// Accessible name: `label` names the element that takes the keys — CodeMirror's own input
+// (the original textarea is hidden) or the fallback textarea; `inputId` gives that element an
+// id, so a page's <label for=…> can point at it; `describedBy` adds aria-describedby.
 
 export function createEditor(host, {value = "", readOnly = false, mode = "python", label = "code",
+                                    inputId = null, describedBy = null,
                                     keys = {}, onKeyMode = () => {}} = {}) {
   const textarea = document.createElement("textarea");
   textarea.value = value;
   textarea.setAttribute("aria-label", label);
   textarea.spellcheck = false;
   host.append(textarea);
+  const nameInput = (input) => {
+    input.setAttribute("aria-label", label);
+    if (inputId) input.id = inputId;
+    if (describedBy) input.setAttribute("aria-describedby", describedBy);
+  };
   const CM = window.CodeMirror;
   if (!CM) {
+    nameInput(textarea);
     textarea.className = "plain-editor";
     textarea.readOnly = readOnly;
     textarea.addEventListener("keydown", (event) => {
@@ -64,6 +75,7 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
     viewportMargin: Infinity,
     extraKeys,
   });
+  nameInput(cm.getInputField());
   // After Esc, Tab is the browser's again: codemirrorIgnore keeps CodeMirror (and its default
   // keymap, which would indent) out of this one event, so focus moves on.
   cm.on("keydown", (_cm, event) => {

@@ -18,13 +18,17 @@ export function showKeyMode(line, mode, run) {
 /* `run()` for Ctrl/Cmd+Enter; `dialogs`: [{box, close}], Esc closes the first one shown. */
 export function listenForKeys({run, dialogs}) {
   document.addEventListener("keydown", (event) => {
-    if (event.defaultPrevented) return;
+    // Esc closes an open question even from inside an editor (whose own Esc, "Tab leaves next",
+    // has already marked the event handled): the learner may have gone back to typing.
     if (event.key === "Escape") {
       const open = dialogs.find(({box}) => !box.hidden);
       if (!open) return;
       event.preventDefault();
       open.close();
-    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.target.closest(".CodeMirror")) {
+      return;
+    }
+    if (event.defaultPrevented) return;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !event.target.closest(".CodeMirror")) {
       event.preventDefault();
       run();
     }

@@ -7,8 +7,9 @@
  * the checks' expected values. "Load solution" waits for an attempt too: it holds the answer.
  *
  * An answer that is not one yet is refused, not recorded: the untouched starter (before any
- * grading), and a grade whose completeness check fails (Python's "recorded" / "complete"
- * checks, e.g. "bytes_sent is still None: replace it with your answer"), with that message.
+ * grading), and a grade that Python refused (`refused`: its completeness check failed, e.g.
+ * "bytes_sent is still None: replace it with your answer"; nlpcore.lab.verdict decides, and
+ * then grades no check, so the page shows every check "not run").
  */
 import {el} from "./dom.js";
 import {noteStep, stepRecord} from "./progress.js";
@@ -17,7 +18,8 @@ import {clockTime} from "./exercise-drafts.js";
 const $ = (id) => document.getElementById(id);
 const isPredict = (step) => Boolean(step) && step.kind === "Predict";
 
-// Checks that ask only "is every part of the answer there?"; their message names what is missing.
+// Checks that ask only "is every part of the answer there?" (as nlpcore.lab.verdict's
+// COMPLETENESS_CHECKS); drawn with their message even while a wrong answer is withheld.
 export const COMPLETENESS_CHECKS = ["recorded", "complete"];
 
 const normal = (code) => code.replace(/[ \t]+$/gm, "").trim();
@@ -29,13 +31,9 @@ export function untouchedRefusal(step, code) {
       "placeholders first; your first real answer is the one kept.";
 }
 
-/* After grading: a refusal message when the answer is incomplete (a completeness check failed). */
+/* After grading: Python's refusal message when it refused the answer as incomplete, or null. */
 export function incompleteRefusal(step, out) {
-  if (!isPredict(step)) return null;
-  // "fail": the check ran and found parts missing ("error", code that crashed, is an attempt).
-  const missing = out.checks.filter((c) => COMPLETENESS_CHECKS.includes(c.id) && c.status === "fail");
-  if (!missing.length) return null;
-  return `Not recorded: your prediction is incomplete — ${missing.map((c) => c.message || c.title).join("; ")}.`;
+  return isPredict(step) && out.refused ? out.refused : null;
 }
 
 /* True when a grade's wrong answer must be drawn without its expected values. */

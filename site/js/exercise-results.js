@@ -63,7 +63,15 @@ function withheldFeedback(result) {
   return "Not right yet.";
 }
 
+/* A check that was not run (before any grade, or a refused answer): no verdict, no
+ * data-testid="check" (whose data-status is always pass|fail|error). */
+function notRunItem(c) {
+  return el("li", {class: "check", "data-check": c.id, "data-state": "not-run"},
+            el("span", {class: "badge", text: "not run"}), el("strong", {text: c.title}));
+}
+
 export function renderCheck(result, withhold = false) {
+  if (result.status === "not-run") return notRunItem(result);
   const li = el("li", {class: `check status-${result.status}`, "data-testid": "check",
                        "data-status": result.status, "data-check": result.id},
                 el("span", {class: "badge", text: result.status}),
@@ -91,10 +99,7 @@ export function clearResults(step, passedBefore) {
   const list = $("results");
   list.replaceChildren();
   list.dataset.state = "idle";
-  for (const c of step.checks.filter((x) => x.runner !== "local")) {
-    list.append(el("li", {class: "check", "data-check": c.id},
-                   el("span", {class: "badge", text: "not run"}), el("strong", {text: c.title})));
-  }
+  for (const c of step.checks.filter((x) => x.runner !== "local")) list.append(notRunItem(c));
   $("results-summary").textContent = passedBefore
     ? "You passed this step before. Run the checks again any time." : "Not run yet.";
   $("results-summary").dataset.state = "idle";
@@ -117,18 +122,21 @@ export function showRunning() {
 }
 
 /* `withhold`: draw failures without expected values (a Predict step's answer); `refused`: the
- * answer was not taken (a sentence saying why); `shown`: ids of checks drawn in full anyway. */
-export function renderResults(out, roundTripMs, withhold, {refused = null, shown = []} = {}) {
+ * answer was not taken (a sentence saying why); `shown`: ids of checks drawn in full anyway;
+ * `viewed`: the solution was loaded or revealed first (a pass is saved as "solution viewed"). */
+export function renderResults(out, roundTripMs, withhold, {refused = null, shown = [], viewed = false} = {}) {
   const list = $("results");
   list.replaceChildren();
   const graded = out.checks.filter((c) => c.status !== "local");
   for (const c of graded) list.append(renderCheck(c, withhold && !shown.includes(c.id)));
   list.dataset.withheld = withhold ? "1" : "0";
-  const passed = graded.filter((c) => c.status === "pass").length;
+  const passed = graded.filter((c) => c.status === "pass").length;  // (none when refused)
   const summary = $("results-summary");
   summary.textContent = `${passed} of ${graded.length} checks pass. Graded in ` +
       `${out.elapsed_ms.toFixed(0)} ms in Python (${roundTripMs.toFixed(0)} ms round trip).` +
-      (out.passed ? " Step complete — saved to your progress." : "");
+      (out.passed ? (viewed ? " Step complete — saved to your progress as \u201csolution viewed\u201d " +
+                              "(you loaded or revealed the solution first), not \u201csolved\u201d."
+                            : " Step complete — saved to your progress.") : "");
   summary.dataset.state = out.passed ? "passed" : "failed";
   if (refused) {
     summary.textContent = refused;

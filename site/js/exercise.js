@@ -147,6 +147,7 @@ function replaceEditor(by) {
   }
   showKeptDraft();
   showDraftState(by === "solution" ? "The solution is in the editor." : "The starter is in the editor.", "saved");
+  state.editor.focus();  // the question's button is gone: focus goes to the code just replaced
 }
 
 function restoreDraft() {
@@ -169,7 +170,8 @@ function askAboutOtherTab(entry) {
   const which = entry.key.endsWith("#scratch") ? "scratch cell" : "code";
   $("other-tab-text").textContent = `Another tab changed this step's ${which} at ` +
       `${clockTime(new Date().toISOString())}. Nothing is saved here until you choose: keep this ` +
-      "tab's version (the other tab is told), or take the other tab's (yours is kept: Restore my draft).";
+      "tab's version (the other tab is told), or take the other tab's (yours is kept: Restore my draft). " +
+      "Esc closes this question for now and changes nothing; \u201cChoose which to keep\u201d asks again.";
   $("other-tab").hidden = false;
   state.otherTabOpener = document.activeElement;
   $("other-tab-theirs").focus();
@@ -351,7 +353,10 @@ function updateLoadSolution() {
   const button = $("load-solution");
   const locked = solutionLocked(state.ex, state.step);
   button.disabled = locked;
-  button.title = locked ? "Submit a prediction first: the solution holds the answer." : "";
+  // Said beside the button, not only in a title: a disabled button takes no focus or hover.
+  const why = locked ? "Load solution opens after your first prediction: the solution holds the answer." : "";
+  button.title = $("load-solution-why").textContent = why;
+  $("load-solution-why").hidden = !locked;
 }
 
 function onRevealAnswer() {
@@ -436,7 +441,8 @@ async function runChecks() {
     state.lastOut = {out, roundTripMs, refused};
     showCodeProblem(out, code);
     hideRerun();
-    renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS});
+    renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS,
+                  viewed: Boolean(stepRecord(ex.id, step.id).solution_viewed)});
     offerReruns(rerunCheck);
     showPredictBox(ex, step);
     showRunOutput(out);
@@ -539,12 +545,12 @@ async function main() {
   }
   const runKeys = {"Ctrl-Enter": runChecks, "Cmd-Enter": runChecks, "Alt-T": nextTodo};
   state.editor = createEditor($("editor-host"), {
-    label: "your code", mode: language, keys: runKeys,
+    label: "your code", inputId: "editor-input", describedBy: "editor-label", mode: language, keys: runKeys,
     onKeyMode: (mode) => showKeyMode($("editor-keys"), mode, "Ctrl+Enter (⌘+Enter) runs the checks"),
   });
   if (state.editor.fallback) notice("editor-notice", state.editor.fallback);
   state.scratch = createEditor($("scratch-host"), {
-    label: "scratch cell", mode: "python", keys: {...runKeys, "Shift-Enter": runScratch},
+    label: "scratch cell", inputId: "scratch-input", mode: "python", keys: {...runKeys, "Shift-Enter": runScratch},
     onKeyMode: (mode) => showKeyMode($("scratch-keys"), mode, "Shift+Enter runs the cell"),
   });
   listenForKeys({run: runChecks, dialogs: [

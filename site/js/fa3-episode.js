@@ -59,7 +59,7 @@ function ablationTable(rec) {
     el("caption", { text: `Forward TFLOP/s on an ${rec.env.gpu}, bf16, one run (${rec.env.date_utc}); every ` +
       "variant passed the float64 check first. Best of ours in bold. Source: " + RECORDS.ablation }),
     el("thead", {}, head), el("tbody", {}, ...body));
-  return el("div", { style: "overflow-x: auto" }, table);
+  return el("div", { class: "table-scroll" }, table);  // js/scroll-box.js makes it keyboard-scrollable
 }
 
 // Per SM, microseconds per 128×128 key tile, for one non-causal row of the record.

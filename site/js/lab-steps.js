@@ -239,9 +239,12 @@ function renderStep(item, runtime) {
   for (const type of ["input", "change"]) form.addEventListener(type, () => saveDraft(item.id, answerOf(item, li)));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    // Busy, not disabled: a disabled button drops its focus to the page body (Enter on "Check"
+    // would leave a keyboard user nowhere); focus stays on "Check", the verdict is announced.
+    if (button.getAttribute("aria-disabled") === "true") return;
     const answer = answerOf(item, li);
     if (answer !== null && answer !== "") markPredicted(item.id);
-    button.disabled = true;
+    button.setAttribute("aria-disabled", "true");
     verdict.textContent = "Checking…";
     verdict.dataset.status = "running";
     try {
@@ -256,7 +259,7 @@ function renderStep(item, runtime) {
       verdict.textContent = `The answer could not be checked: ${error.message}`;
       verdict.dataset.status = "error";
     } finally {
-      button.disabled = false;
+      button.removeAttribute("aria-disabled");
       applyVeils();
     }
   });

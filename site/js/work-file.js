@@ -21,6 +21,9 @@ export const VERSION = 1;
 
 const isObject = (x) => x !== null && typeof x === "object" && !Array.isArray(x);
 
+/* "1 draft", "2 drafts": a count with its noun. */
+const count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
 export function exportWork() {
   return {format: FORMAT, version: VERSION, exported_at: new Date().toISOString(),
           progress: loadProgress().progress, drafts: readStore(DRAFTS_KEY), kept_drafts: readStore(KEPT_KEY)};
@@ -128,10 +131,11 @@ export function mountWorkFile({before = () => {}, after = () => {}} = {}) {
     try {
       const {doc, summary} = planImport(await file.text());
       importing = doc;
-      $("confirm-import-text").textContent = `${file.name}: ${summary.drafts} drafts and progress on ` +
-          `${summary.steps} steps` +
+      $("confirm-import-text").textContent = `${file.name}: ${count(summary.drafts, "draft")} and progress on ` +
+          `${count(summary.steps, "step")}` +
           (summary.exportedAt ? `, exported ${new Date(summary.exportedAt).toLocaleString()}` : "") +
-          `. Import it? ${summary.replaced} of your drafts here differ and will be set aside (restorable).`;
+          `. Import it? ${summary.replaced} of your drafts here ${summary.replaced === 1 ? "differs" : "differ"} ` +
+          "and will be set aside (restorable).";
       ask.hidden = false;
       $("confirm-import-yes").focus();
     } catch (error) {
@@ -146,8 +150,9 @@ export function mountWorkFile({before = () => {}, after = () => {}} = {}) {
     before();
     const {drafts, keptAside} = applyImport(doc);
     after();
-    status.textContent = `Imported ${drafts} drafts and the progress in the file` +
-        (keptAside ? `; ${keptAside} of your drafts were set aside (Restore my draft, on their step).` : ".");
+    status.textContent = `Imported ${count(drafts, "draft")} and the progress in the file` +
+        (keptAside ? `; ${keptAside} of your drafts ${keptAside === 1 ? "was" : "were"} set aside ` +
+                     "(Restore my draft, on its step)." : ".");
   });
   $("confirm-import-no").addEventListener("click", close);
   ask.addEventListener("keydown", (event) => {

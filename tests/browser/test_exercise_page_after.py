@@ -66,3 +66,18 @@ def test_a_failing_check_reruns_alone_with_its_inputs(page, site_url, browser_he
     for label in ("seed", "input shapes", "expected", "got", "tolerance"):
         assert label in inputs, inputs
     assert page.locator("[data-testid=rerun] [data-testid=check]").count() == 0  # one check, on its own
+
+
+def test_passing_with_the_loaded_solution_says_solution_viewed(page, site_url, browser_helpers):
+    """The Load solution question promises that a pass shows as "solution viewed", not "solved":
+    the summary after that pass says which one it is."""
+    open_step(page, site_url, browser_helpers)
+    page.click("[data-testid=load-solution]")
+    assert "solution viewed" in page.inner_text("[data-testid=confirm-replace]")
+    page.click("[data-testid=confirm-replace-yes]")
+    page.click("[data-testid=run-checks]")
+    page.wait_for_function(RESULTS_DONE, timeout=60000)
+    summary = page.inner_text("[data-testid=results-summary]")
+    assert "Step complete" in summary and "solution viewed" in summary, summary
+    assert set(run_with(page, SOLUTION + "\n# typed again by hand\n")) == {"pass"}
+    assert "solution viewed" in page.inner_text("[data-testid=results-summary]")  # still viewed first

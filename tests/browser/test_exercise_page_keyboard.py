@@ -137,3 +137,32 @@ def test_the_shortcuts_are_listed_on_the_page(page, site_url, browser_helpers):
     text = page.inner_text("[data-testid=shortcuts]")
     for shortcut in ("Ctrl+Enter", "Shift+Enter", "Esc, then Tab", "Shift+Tab"):
         assert shortcut in text.replace(" + ", "+"), shortcut
+
+
+def test_each_editor_input_has_a_name_and_the_label_points_at_it(page, site_url, browser_helpers):
+    """CodeMirror hides the original textarea; the textarea it types into must carry the name
+    (axe `label`), and <label for> must target that input (a <div> cannot be labelled)."""
+    open_step(page, site_url, browser_helpers)
+    named = page.evaluate("""() => [...document.querySelectorAll('.CodeMirror')].map(cm => {
+        const input = cm.CodeMirror.getInputField();
+        return {host: cm.parentElement.id, label: input.getAttribute('aria-label'), id: input.id}; })""")
+    assert {n["host"]: n["label"] for n in named} == {"editor-host": "your code", "scratch-host": "scratch cell"}
+    target = page.get_attribute("#editor-label", "for")
+    assert target == next(n["id"] for n in named if n["host"] == "editor-host")
+    assert page.evaluate("(id) => document.getElementById(id).tagName", target) == "TEXTAREA"
+    page.click("#editor-label")
+    assert page.evaluate(IN_EDITOR, "#editor-host"), "clicking the label focuses the editor"
+
+
+def test_enter_on_load_the_solution_puts_focus_in_the_editor(page, site_url, browser_helpers):
+    """The question's button disappears with the question: focus goes to the editor that now
+    holds the solution, never to the page body."""
+    open_step(page, site_url, browser_helpers, step="compose")
+    page.focus("[data-testid=load-solution]")
+    page.keyboard.press("Enter")
+    assert focused(page)["testid"] == "confirm-replace-yes"
+    assert "solution viewed" in page.inner_text("[data-testid=confirm-replace]")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.querySelector('[data-testid=confirm-replace]').hidden")
+    assert page.evaluate(IN_EDITOR, "#editor-host"), page.evaluate("document.activeElement.tagName")
+    assert "def " in editor_text(page)

@@ -40,7 +40,8 @@ def test_untouched_and_incomplete_predictions_are_refused_and_not_recorded(page,
     state, text = submit(page)                                  # the untouched starter
     assert state == "refused" and "untouched starter" in text, text
     assert first_prediction(page, "ring", "predict") is None
-    assert page.is_disabled("[data-testid=load-solution]")      # still no attempt
+    assert page.is_disabled("[data-testid=load-solution]")      # still no attempt ...
+    assert "after your first prediction" in page.inner_text("[data-testid=load-solution-why]")  # ... and why
 
     starter = lab.exercise("ring").step("predict").starter
     half = starter.replace("bytes_sent = None", "bytes_sent = 12345")
@@ -48,8 +49,13 @@ def test_untouched_and_incomplete_predictions_are_refused_and_not_recorded(page,
     assert state == "refused", text
     assert "incomplete" in text and "peak_elements is still None" in text, text
     assert first_prediction(page, "ring", "predict") is None
-    # The missing part is named in its check too, not hidden behind "Not right yet".
-    assert "peak_elements is still None" in page.inner_text("[data-testid=check][data-check=recorded]")
+    # Nothing of a refused answer is graded (Python refuses it, nlpcore.lab.verdict): no part can
+    # be narrowed in on by leaving the other None; no verdict, no "Rerun this check alone".
+    assert page.locator("[data-testid=check]").count() == 0
+    assert page.locator("#results li").count() == 3
+    assert page.locator("#results li[data-state=not-run]").count() == 3
+    assert page.locator("[data-testid=rerun-check]").count() == 0
+    assert "too low" not in page.inner_text("#results")
 
     whole = half.replace("peak_elements = None", "peak_elements = 6789")
     state, text = submit(page, whole)
@@ -57,6 +63,7 @@ def test_untouched_and_incomplete_predictions_are_refused_and_not_recorded(page,
     first = first_prediction(page, "ring", "predict")
     assert first and first["answer"] == {"bytes_sent": 12345, "peak_elements": 6789}
     assert not page.is_disabled("[data-testid=load-solution]")
+    assert not page.is_visible("[data-testid=load-solution-why]")
 
 
 def test_break_it_untouched_prediction_is_refused(page, site_url, browser_helpers):

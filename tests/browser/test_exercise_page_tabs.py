@@ -101,14 +101,38 @@ def test_all_work_exports_as_one_file_and_imports_back(page, site_url, tmp_path)
     assert "not a lab work file" in page.inner_text("[data-testid=work-status]")
     page.set_input_files("[data-testid=import-work]", str(path))
     page.wait_for_selector("[data-testid=confirm-import]:not([hidden])")
-    assert "1 of your drafts here differ" in page.inner_text("[data-testid=confirm-import]")
+    question = page.inner_text("[data-testid=confirm-import]")
+    assert "1 of your drafts here differs" in question and ": 1 draft and" in question, question
     page.keyboard.press("Escape")                          # Esc closes the question, imports nothing
     assert not page.is_visible("[data-testid=confirm-import]")
     assert editor_text(page) == "# a draft made here\n"
     page.set_input_files("[data-testid=import-work]", str(path))
     page.click("[data-testid=confirm-import-yes]")
     assert editor_text(page) == "# my draft to take along\n"
+    assert page.inner_text("[data-testid=work-status]").startswith("Imported 1 draft and")  # not "1 drafts"
     assert page.is_visible("[data-testid=kept-draft]")     # the draft made here is set aside
     page.click("[data-testid=restore-draft]")
     assert editor_text(page) == "# a draft made here\n"
     assert page.get_attribute("[data-testid=step-tab][data-step=predict]", "data-done") == "1"
+
+
+def test_the_other_tab_question_takes_focus_and_esc_closes_it_even_from_the_editor(page, site_url):
+    """The question takes focus when it appears, says what Esc does (closes it for now, changes
+    nothing), and Esc does that even after the learner went back to typing in the editor."""
+    open_step(page, site_url)
+    other = page.context.new_page()
+    try:
+        open_step(other, site_url)
+        type_code(page, "# typed in tab A\n")
+        page.wait_for_function(DRAFT_SAVED)
+        other.wait_for_selector("[data-testid=other-tab]:not([hidden])")
+        assert other.evaluate("Boolean(document.activeElement.closest('[data-testid=other-tab]'))")
+        assert "Esc closes this question for now and changes nothing" in other.inner_text("[data-testid=other-tab]")
+        other.click("#editor-host .CodeMirror-code")      # back to typing, the question still open
+        other.keyboard.press("Escape")
+        assert not other.is_visible("[data-testid=other-tab]")
+        assert other.is_visible("[data-testid=other-tab-reopen]")
+        assert stored(page) == "# typed in tab A\n"      # closing chose nothing, wrote nothing
+        assert editor_text(other) == lab.exercise("online-softmax").step(STEP).starter
+    finally:
+        other.close()

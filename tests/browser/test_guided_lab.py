@@ -163,3 +163,33 @@ def test_predictions_come_before_results_and_answers_survive_a_reload(page, site
     page.click("[data-testid=compare-reveal]")
     assert page.get_attribute("[data-testid=compare]", "data-veiled") is None
     assert page.evaluate("getComputedStyle(document.getElementById('plan')).visibility") == "visible"
+
+
+def test_enter_on_check_keeps_focus_on_check_at_every_step(page, site_url, browser_helpers):
+    """Enter on a step's "Check" (any answer) leaves focus on that button once the verdict is in
+    (the button is busy, not disabled, while Python checks: a disabled button drops focus to the
+    page body)."""
+    page.goto(f"{site_url}lab.html")
+    page.locator("[data-testid=lab-step]").first.wait_for(timeout=60000)
+    assert browser_helpers.wait_for_runtime(page) == "ready"
+    steps = page.eval_on_selector_all("[data-testid=lab-step]", "els => els.map(e => e.dataset.step)")
+    assert len(steps) >= 10, steps
+    for step in steps:
+        item = page.locator(f"[data-testid=lab-step][data-step={step}]")
+        item.locator("[data-testid=lab-verdict]").evaluate("v => { v.dataset.status = ''; }")
+        radios = item.locator("input[type=radio]")
+        if radios.count():
+            radios.first.focus()
+            page.keyboard.press("Space")
+        else:
+            item.locator("[data-testid=lab-answer]").fill("1")
+        item.locator("[data-testid=lab-check]").focus()
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            "step => ['pass', 'fail', 'error'].includes(document.querySelector("
+            "`[data-testid=lab-step][data-step=${step}] [data-testid=lab-verdict]`).dataset.status)",
+            arg=step, timeout=60000)
+        where = page.evaluate("""step => { const e = document.activeElement;
+            return e === document.querySelector(`[data-testid=lab-step][data-step=${step}] [data-testid=lab-check]`)
+              ? 'check' : e.tagName + '#' + e.id; }""", step)
+        assert where == "check", f"step {step}: focus went to {where}"

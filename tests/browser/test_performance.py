@@ -228,3 +228,34 @@ def test_triton_backends_have_one_colour_everywhere(page, site_url, lab_dist):
     # the forward-only FlashAttention-3 kernel is not on the exercise's chart).
     assert {label: on_performance.get(label) for label in on_exercise} == on_exercise, (on_exercise, on_performance)
     assert len(set(on_performance.values())) == len(on_performance) >= 4  # one colour per backend
+
+
+def test_wide_tables_on_a_phone_are_keyboard_scroll_boxes_with_a_cue(page, site_url):
+    """At 390 px a wide table scrolls inside its box (js/scroll-box.js, shared by every page):
+    Tab reaches the box, it is a named region, ArrowRight scrolls it, and it draws the edge
+    shadow that says it scrolls; at 1366 px the same box fits and is no extra tab stop."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site_url + "performance.html")
+    page.wait_for_function("[...document.querySelectorAll('section[data-status]')].every("
+                           "s => s.dataset.status !== 'loading')")
+    box = page.locator("#numpy .table-scroll")
+    expect(box).to_have_attribute("data-scrolls", re.compile("x"))
+    assert box.get_attribute("tabindex") == "0" and box.get_attribute("role") == "region"
+    assert box.get_attribute("aria-label"), "a scroll box has a name"
+    assert "gradient" in box.evaluate("b => getComputedStyle(b).backgroundImage"), "no cue that it scrolls"
+    unreachable = """() => [...document.querySelectorAll('.table-scroll, .tex-display, pre, .code')]
+        .filter(b => b.scrollWidth > b.clientWidth + 1 && b.tabIndex < 0 && !b.querySelector('a[href], button'))
+        .map(b => (b.querySelector('[data-testid]') || b.parentElement).dataset.testid || b.parentElement.id)"""
+    try:                                                    # the helper runs a frame after content lands
+        page.wait_for_function(f"({unreachable})().length === 0", timeout=5000)
+    except Exception:
+        assert False, f"boxes that scroll but Tab cannot reach: {page.evaluate(unreachable)}"
+    for _ in range(80):                                     # Tab walks to the box ...
+        page.keyboard.press("Tab")
+        if box.evaluate("b => b === document.activeElement"):
+            break
+    assert box.evaluate("b => b === document.activeElement"), "Tab never reached the table's box"
+    page.keyboard.press("ArrowRight")                       # ... and the arrow keys scroll it
+    page.wait_for_function("() => document.querySelector('#numpy .table-scroll').scrollLeft > 0")
+    page.set_viewport_size({"width": 1366, "height": 768})
+    expect(box).not_to_have_attribute("tabindex", "0")

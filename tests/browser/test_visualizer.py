@@ -272,3 +272,14 @@ def test_a_case_where_tiling_moves_more_says_so(page, site_url):
     assert "d²/M = 0.50" in text
     open_viz(page, site_url, "?n=256&d=16&m=8192")             # the usual case: no such note
     assert not page.locator("[data-testid=viz-more-than-standard]").is_visible()
+
+
+def test_the_sram_meter_has_a_value_before_the_first_trace(page, site_url):
+    """role=meter needs aria-valuenow at all times (axe aria-required-attr), also while Python
+    is still starting and no trace has been drawn."""
+    page.route("**/vendor/pyodide/pyodide.asm.wasm", lambda route: route.abort())
+    page.lab_log.allowed.append("")  # the aborted download is logged; no trace ever comes
+    page.goto(f"{site_url}visualizer.html")
+    page.wait_for_selector("#meter-sram")
+    assert page.get_attribute("#meter-sram", "aria-valuenow") == "0"
+    assert page.get_attribute("#meter-sram", "role") == "meter"

@@ -303,3 +303,18 @@ def test_balance_shards_must_be_sorted_as_the_docstring_says():
         old, "return [np.arange(r, n, devices)[::-1] for r in range(devices)]"))
     assert check(result, "shards")["status"] == "fail"
     assert "not sorted ascending" in check(result, "shards")["message"]
+
+
+def test_an_incomplete_prediction_is_refused_and_nothing_of_it_is_graded():
+    """One part filled, one still None: the grade refuses it (the page shows `refused` and
+    records nothing) and grades no part, so no part can be narrowed in on before the first
+    prediction; a complete answer is graded as usual."""
+    half = lab.grade("ring", "predict", "bytes_sent = 1\npeak_elements = None\n")
+    assert not half["passed"]
+    assert "incomplete" in half["refused"] and "peak_elements" in half["refused"], half["refused"]
+    assert set(statuses(half).values()) == {"not-run"}, half["checks"]
+    assert not any("low" in c["message"] or "expected" in c for c in half["checks"]), half["checks"]
+    whole = lab.grade("ring", "predict", "bytes_sent = 1\npeak_elements = 1\n")
+    assert whole["refused"] is None and statuses(whole)["bytes"] == "fail"
+    refused_module = lab.grade("ring", "predict", "import nlpcore.kernels.ring as r\nbytes_sent = peak_elements = 1\n")
+    assert refused_module["refused"] is None      # refused for what it calls, not "incomplete"

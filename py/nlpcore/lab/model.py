@@ -170,6 +170,12 @@ class LearnerError(Exception):
     """Learner code could not be loaded (syntax error, exception at import, missing name)."""
 
 
+# A check's status: graded (pass, fail, error), run by the page (pending), run on the learner's
+# own machine (local), or not run because the grade refused the answer (not-run: a Predict step's
+# incomplete prediction, see nlpcore.lab.verdict.finish).
+STATUSES = ("pass", "fail", "error", "pending", "local", "not-run")
+
+
 def result(check_id: str, title: str, status: str, message: str = "", **details) -> dict:
     """One check's verdict, as plain data for the page.
 
@@ -177,8 +183,8 @@ def result(check_id: str, title: str, status: str, message: str = "", **details)
     shape list), table (``{"columns": [...], "rows": [[...], ...]}``), parts (``{part:
     "right" | "wrong"}``, what a Predict step shows before the answer), runner, command.
     """
-    if status not in ("pass", "fail", "error", "pending", "local"):
-        raise ValueError("status must be pass|fail|error|pending|local, got %r" % (status,))
+    if status not in STATUSES:
+        raise ValueError("status must be %s, got %r" % ("|".join(STATUSES), status))
     out = {"id": check_id, "title": title, "status": status, "message": message}
     for key, value in details.items():
         if value is not None:

@@ -4,8 +4,9 @@
 :mod:`nlpcore.lab.wire`) into the finished grade: every check's ``judge`` computes the expected
 values with the untouched library and compares, and :func:`finish` applies every rule of the
 grade (``passed``; a grade that had to restore anything cannot pass; the seed in the failure
-messages). :func:`conclude` finishes a grade whose page-run checks (WebGPU) came back, and
-:func:`verify_js` judges one of them from its job and outputs, without running learner code.
+messages; a Predict step's incomplete prediction is refused, ungraded). :func:`conclude`
+finishes a grade whose page-run checks (WebGPU) came back, and :func:`verify_js` judges one of
+them from its job and outputs, without running learner code.
 :func:`grade` runs both phases in this interpreter, the data crossing through
 :mod:`nlpcore.lab.wire` as between two (tests, Python without processes).
 """
@@ -36,7 +37,7 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
     if phase.get("stopped"):            # the learner's process ended without a result
         verdicts = {i: result(c.id, c.title, "error", phase["stopped"])
                     for i, c in enumerate(step.checks) if c.runner != "local"}
-    checks = []
+    checks, incomplete = [], []  # incomplete: failed completeness checks, judged here
     with session.quiet():
         for i, check in enumerate(step.checks):
             if check.runner == "local":
@@ -46,10 +47,30 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
                 checks.append(verdicts[i])
             elif i in collected:
                 checks.append(_judged(check, check.judge, collected[i]))
+                if check.id in COMPLETENESS_CHECKS and checks[-1]["status"] == "fail":
+                    incomplete.append(checks[-1])
             else:
                 checks.append(result(check.id, check.title, "error",
                                      "the grader received nothing for this check"))
+    phase = dict(phase, refused=refusal(step, incomplete))
     return finish(exercise, step, checks, phase, judged_ms=(time.perf_counter() - start) * 1e3)
+
+
+# A Predict step's checks that ask only "is every part of the answer there?" (their message
+# names what is missing, e.g. "peak_elements is still None").
+COMPLETENESS_CHECKS = ("recorded", "complete")
+
+
+def refusal(step: Step, missing: List[dict]) -> Optional[str]:
+    """Why a Predict step's answer is refused, from its completeness checks that the judge
+    failed (``missing``), or None. A refused answer is not a prediction: nothing of it is graded
+    (see :func:`finish`), so that filling one part at a time cannot narrow in on the answer
+    before the first prediction is recorded. (Code that failed to load, or was refused for the
+    modules it calls, fails in phase 1 with its own message and is not "incomplete".)"""
+    if step.kind != "Predict" or not missing:
+        return None
+    return ("Not recorded: your prediction is incomplete \u2014 %s. Nothing was graded; your "
+            "first complete answer is the one kept." % "; ".join(c["message"] or c["title"] for c in missing))
 
 
 def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
@@ -58,6 +79,12 @@ def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
     restored = list(phase.get("restored") or [])
     checks = _wait_for_the_compiler(step, checks)
     seed = phase.get("seed")
+    refused = phase.get("refused")  # from judge(); conclude() passes the grade, which keeps it
+    if refused:  # every check "not-run", the completeness checks too: the summary says what is missing
+        checks = [c if c["status"] == "local" else
+                  result(c["id"], c["title"], "not-run", "not run: the prediction is incomplete",
+                         runner=c.get("runner"))
+                  for c in checks]
     if restored:
         why = ("your code changed the grader's interpreter (%s), so this grade cannot pass"
                % ", ".join(restored[:3]))
@@ -72,7 +99,8 @@ def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
            "record": phase.get("record") or {}, "report": phase.get("report"),
            "elapsed_ms": round(phase.get("elapsed_ms", 0.0) + judged_ms, 1),
            "stdout": phase.get("stdout", ""), "stderr": phase.get("stderr", ""),
-           "traceback": phase.get("traceback", ""), "restored": restored, "seed": seed}
+           "traceback": phase.get("traceback", ""), "restored": restored, "seed": seed,
+           "refused": refused}
     return out
 
 
