@@ -1,6 +1,8 @@
-/* All of a learner's work as one file: progress (js/progress.js) and drafts (js/exercise-drafts.js).
+/* All of a learner's work as one file: progress (js/progress.js), drafts (js/exercise-drafts.js)
+ * and the guided lab's typed answers, form and submitted predictions (js/lab-memory.js).
  *
- *   exportWork() -> {format: "fa-lab-work", version: 1, exported_at, progress, drafts, kept_drafts}
+ *   exportWork() -> {format: "fa-lab-work", version: 1, exported_at, progress, drafts, kept_drafts,
+ *                    guided}
  *   planImport(text) -> {doc, summary}   parses and checks a file; throws Error saying what is wrong
  *   applyImport(doc) -> {drafts, keptAside}
  *   mountWorkFile({before, after})  wires the page's buttons (#export-work, #import-work-button,
@@ -10,11 +12,14 @@
  * Importing merges and loses nothing: a step's progress record is merged field by field (a step
  * done in either copy stays done; the imported record's fields win otherwise, the current
  * `first` prediction is kept); an imported draft replaces the current one, and a current draft
- * that differs is set aside as a kept draft ("Restore my draft" brings it back).
+ * that differs is set aside as a kept draft ("Restore my draft" brings it back). The guided lab's
+ * memory is merged the same way: an answer typed here is kept, the file's fills what is missing,
+ * and submitted predictions are the union of both.
  */
 import {loadProgress, saveProgressDocument} from "./progress.js";
 import {DRAFTS_KEY, KEPT_KEY, readStore} from "./exercise-drafts.js";
 import {el} from "./dom.js";
+import {STORAGE_KEY as GUIDED_KEY} from "./lab-memory.js";
 
 export const FORMAT = "fa-lab-work";
 export const VERSION = 1;
@@ -26,7 +31,20 @@ const count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 export function exportWork() {
   return {format: FORMAT, version: VERSION, exported_at: new Date().toISOString(),
-          progress: loadProgress().progress, drafts: readStore(DRAFTS_KEY), kept_drafts: readStore(KEPT_KEY)};
+          progress: loadProgress().progress, drafts: readStore(DRAFTS_KEY), kept_drafts: readStore(KEPT_KEY),
+          guided: readStore(GUIDED_KEY)};
+}
+
+/* The guided lab's memory after an import: this browser's answers and form win, the file's fill
+ * what is missing, predictions and reveals are the union (nothing typed here is lost). */
+function mergeGuided(current, incoming) {
+  if (!isObject(incoming)) return current;
+  const list = (doc, name) => (isObject(doc) && Array.isArray(doc[name]) ? doc[name] : []);
+  const union = (name) => [...new Set([...list(current, name), ...list(incoming, name)])];
+  const drafts = {...(isObject(incoming.drafts) ? incoming.drafts : {}),
+                  ...(isObject(current.drafts) ? current.drafts : {})};
+  return {...incoming, ...current, form: current.form || incoming.form || null, drafts,
+          predicted: union("predicted"), revealed: union("revealed")};
 }
 
 export function workFileName(date = new Date()) {
@@ -49,6 +67,7 @@ export function planImport(text) {
     throw new Error('"drafts" must map "<exercise>/<step>" to code (text)');
   }
   if (doc.kept_drafts !== undefined && !isObject(doc.kept_drafts)) throw new Error('"kept_drafts" must be an object');
+  if (doc.guided !== undefined && !isObject(doc.guided)) throw new Error('"guided" must be an object');
   const steps = isObject(doc.progress) && isObject(doc.progress.exercises)
     ? Object.values(doc.progress.exercises).reduce((n, s) => n + (isObject(s) ? Object.keys(s).length : 0), 0) : 0;
   const current = readStore(DRAFTS_KEY);
@@ -94,6 +113,9 @@ export function applyImport(doc) {
   }
   localStorage.setItem(DRAFTS_KEY, JSON.stringify(drafts));
   localStorage.setItem(KEPT_KEY, JSON.stringify(kept));
+  if (doc.guided !== undefined) {
+    localStorage.setItem(GUIDED_KEY, JSON.stringify(mergeGuided(readStore(GUIDED_KEY), doc.guided)));
+  }
   return {drafts: Object.keys(doc.drafts).length, keptAside};
 }
 

@@ -80,6 +80,8 @@ def test_all_work_exports_as_one_file_and_imports_back(page, site_url, tmp_path)
     page.wait_for_function(DRAFT_SAVED)
     page.evaluate("""localStorage.setItem('fa-lab-progress-v1', JSON.stringify({version: 1, lab: {},
         exercises: {'online-softmax': {predict: {done: true, at: '2026-01-01T00:00:00Z'}}}}))""")
+    page.evaluate("""localStorage.setItem('fa-lab-guided-v1', JSON.stringify({form: {n: 256}, drafts:
+        {'predict-agree': 'b', 'tile-refuse': 'x'}, predicted: ['predict-agree'], revealed: []}))""")
     with page.expect_download() as info:
         page.click("[data-testid=export-work]")
     path = tmp_path / "work.json"
@@ -88,9 +90,12 @@ def test_all_work_exports_as_one_file_and_imports_back(page, site_url, tmp_path)
     assert doc["format"] == "fa-lab-work" and doc["version"] == 1
     assert doc["drafts"][KEY] == "# my draft to take along\n"
     assert doc["progress"]["exercises"]["online-softmax"]["predict"]["done"] is True
+    assert doc["guided"]["drafts"]["predict-agree"] == "b"    # the guided lab's answers travel too
 
     # Somewhere else (fresh storage) with a different draft of the same step.
     page.evaluate("localStorage.clear()")
+    page.evaluate("""localStorage.setItem('fa-lab-guided-v1', JSON.stringify({form: null, drafts:
+        {'tile-refuse': 'typed here'}, predicted: ['causal-skip'], revealed: []}))""")
     open_step(page, site_url)
     type_code(page, "# a draft made here\n")
     page.wait_for_function(DRAFT_SAVED)
@@ -114,6 +119,9 @@ def test_all_work_exports_as_one_file_and_imports_back(page, site_url, tmp_path)
     page.click("[data-testid=restore-draft]")
     assert editor_text(page) == "# a draft made here\n"
     assert page.get_attribute("[data-testid=step-tab][data-step=predict]", "data-done") == "1"
+    guided = page.evaluate("JSON.parse(localStorage.getItem('fa-lab-guided-v1'))")
+    assert guided["drafts"] == {"predict-agree": "b", "tile-refuse": "typed here"}  # nothing typed here lost
+    assert sorted(guided["predicted"]) == ["causal-skip", "predict-agree"] and guided["form"] == {"n": 256}
 
 
 def test_the_other_tab_question_takes_focus_and_esc_closes_it_even_from_the_editor(page, site_url):
