@@ -203,3 +203,13 @@ def test_graders_run_on_python38_numpy117():
                          cwd=str(ROOT), env={"PYTHONPATH": str(ROOT / "py")},
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
+
+
+def test_every_graded_check_says_how_long_it_took():
+    """The page names the slow checks of a grade over 1 s (issue 22): each judged check carries
+    `ms`, its learner part plus its judging, never negative."""
+    step = lab.exercise("backward").step("scratch")
+    grade = lab.grade("backward", "scratch", step.solution)
+    graded = [c for c in grade["checks"] if c["status"] != "local"]
+    assert graded and all(isinstance(c["ms"], float) and c["ms"] >= 0 for c in graded), graded
+    assert sum(c["ms"] for c in graded) <= grade["elapsed_ms"] + 1.0

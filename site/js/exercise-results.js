@@ -121,6 +121,22 @@ export function showRunning() {
   $("results-summary").dataset.state = "running";
 }
 
+/* Why a grade took over a second, from the grade's own timings: the checks that took most of
+ * it (each check's `ms`: its part in the learner's worker plus its judging), or the wait for a
+ * Python worker (the round trip minus the time Python spent). Empty under a second. */
+export function slowReason(out, graded, roundTripMs) {
+  if (!(roundTripMs > 1000)) return "";
+  const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+  const waited = roundTripMs - out.elapsed_ms;
+  if (waited > roundTripMs / 2) {
+    return ` Over a second: ${secs(waited)} of it went to starting or waiting for a Python worker.`;
+  }
+  const slow = graded.filter((c) => c.ms > 0).sort((a, b) => b.ms - a.ms).slice(0, 2);
+  if (!slow.length) return "";
+  return " Over a second: most of it went to " + slow.map((c) => `“${c.title}” (${secs(c.ms)})`).join(" and ") +
+      ", which run your code on cases of their own (large sizes, or under Python's memory tracer).";
+}
+
 /* `withhold`: draw failures without expected values (a Predict step's answer); `refused`: the
  * answer was not taken (a sentence saying why); `shown`: ids of checks drawn in full anyway;
  * `viewed`: the solution was loaded or revealed first (a pass is saved as "solution viewed"). */
@@ -134,6 +150,7 @@ export function renderResults(out, roundTripMs, withhold, {refused = null, shown
   const summary = $("results-summary");
   summary.textContent = `${passed} of ${graded.length} checks pass. Graded in ` +
       `${out.elapsed_ms.toFixed(0)} ms in Python (${roundTripMs.toFixed(0)} ms round trip).` +
+      slowReason(out, graded, roundTripMs) +
       (out.passed ? (viewed ? " Step complete — saved to your progress as \u201csolution viewed\u201d " +
                               "(you loaded or revealed the solution first), not \u201csolved\u201d."
                             : " Step complete — saved to your progress.") : "");

@@ -81,3 +81,26 @@ def test_passing_with_the_loaded_solution_says_solution_viewed(page, site_url, b
     assert "Step complete" in summary and "solution viewed" in summary, summary
     assert set(run_with(page, SOLUTION + "\n# typed again by hand\n")) == {"pass"}
     assert "solution viewed" in page.inner_text("[data-testid=results-summary]")  # still viewed first
+
+
+def test_a_grade_over_a_second_says_where_its_time_went(page, site_url, browser_helpers):
+    """Issue 22: a regrade above 1 s gives its reason on the page, from the grade's own per-check
+    timings (`ms`) or, when Python itself was quick, the wait for a worker."""
+    open_step(page, site_url, browser_helpers)
+    said = page.evaluate("""async () => {
+        const {slowReason} = await import('./js/exercise-results.js');
+        const checks = [{title: 'ragged tiles', ms: 700}, {title: 'lse', ms: 900}, {title: 'shape', ms: 5}];
+        return [slowReason({elapsed_ms: 1700}, checks, 1800),
+                slowReason({elapsed_ms: 300}, checks, 4000),
+                slowReason({elapsed_ms: 300}, checks, 400)];
+    }""")
+    assert "\u201clse\u201d (0.9 s) and \u201cragged tiles\u201d (0.7 s)" in said[0], said[0]
+    assert "3.7 s of it went to starting or waiting for a Python worker" in said[1], said[1]
+    assert said[2] == ""                                  # under a second: nothing to explain
+    grade = page.evaluate("""async () => {
+        const {getRuntime} = await import('./js/runtime.js');
+        const {grade} = await import('./js/check-runner.js');
+        return grade(getRuntime(), {exercise: 'online-softmax', step: 'scratch', code: %r});
+    }""" % SOLUTION)
+    graded = [c for c in grade["checks"] if c["status"] != "local"]
+    assert graded and all(c["ms"] >= 0 for c in graded), graded   # every check carries its time

@@ -290,6 +290,7 @@ def collect(exercise: Exercise, step_id: str, code: str, seed: int) -> dict:
     model.set_seed(seed)
     verdicts: Dict[int, dict] = {}
     collected: Dict[int, object] = {}
+    timing: Dict[int, float] = {}           # check index -> ms its learner part took
     report, record = None, {}
     with isolated(**_refused_modules(exercise, step)) as session:
         try:
@@ -302,23 +303,25 @@ def collect(exercise: Exercise, step_id: str, code: str, seed: int) -> dict:
             verdicts, collected = _stopped(step, err), {}
         else:
             try:
-                _phase_one(step, ns, session, verdicts, collected)
+                _phase_one(step, ns, session, verdicts, collected, timing)
                 report, record = _report_and_record(step, ns)
             except BaseException as err:  # the grader itself was broken by the learner's code
                 repair_builtins()
                 verdicts, collected = _stopped(step, err), {}
         ns = None
     out = {"verdicts": verdicts, "collected": collected, "report": report, "record": record,
-           "restored": session.restored, "seed": seed,
+           "restored": session.restored, "seed": seed, "timing": timing,
            "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1)}
     out.update(session.output())
     return out
 
 
-def _phase_one(step: Step, ns: dict, session: "_Session", verdicts: dict, collected: dict):
+def _phase_one(step: Step, ns: dict, session: "_Session", verdicts: dict, collected: dict,
+               timing: dict):
     """Every check's learner part: ``collect`` (once per distinct collect function), a page
     job's ``prepare``, or (a one-phase check of a WGSL step, where no learner code runs) the
-    whole ``run``."""
+    whole ``run``. ``timing[i]``: the milliseconds check i's part took (a shared collect counts
+    for the first check that ran it), so a slow grade can say where its time went."""
     refused = session.refusal.refused
     at_load = list(refused)
     shared: Dict[Callable, tuple] = {}     # checks that share a collect run it once
@@ -326,6 +329,7 @@ def _phase_one(step: Step, ns: dict, session: "_Session", verdicts: dict, collec
         del refused[:]
         if check.runner == "local":
             continue
+        started = time.perf_counter()
         if check.runner == "python" and check.collect is not None:
             if check.collect not in shared:
                 shared[check.collect] = (_collect(check, ns), list(refused))
@@ -341,6 +345,7 @@ def _phase_one(step: Step, ns: dict, session: "_Session", verdicts: dict, collec
                                  "code; this is a fault of the grader" % check.id)
         else:
             verdicts[i] = _learner_side(check, ns)
+        timing[i] = round((time.perf_counter() - started) * 1000.0, 1)
         if refused or at_load:
             verdicts[i] = result(check.id, check.title, "fail", refusal.message(refused + at_load))
             collected.pop(i, None)

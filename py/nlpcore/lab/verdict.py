@@ -38,6 +38,7 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
         verdicts = {i: result(c.id, c.title, "error", phase["stopped"])
                     for i, c in enumerate(step.checks) if c.runner != "local"}
     checks, incomplete = [], []  # incomplete: failed completeness checks, judged here
+    timing = dict(phase.get("timing") or {})  # check index -> ms, learner part + judging
     with session.quiet():
         for i, check in enumerate(step.checks):
             if check.runner == "local":
@@ -46,12 +47,15 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
             elif i in verdicts:
                 checks.append(verdicts[i])
             elif i in collected:
+                judging_started = time.perf_counter()
                 checks.append(_judged(check, check.judge, collected[i]))
+                timing[i] = timing.get(i, 0.0) + (time.perf_counter() - judging_started) * 1e3
                 if check.id in COMPLETENESS_CHECKS and checks[-1]["status"] == "fail":
                     incomplete.append(checks[-1])
             else:
                 checks.append(result(check.id, check.title, "error",
                                      "the grader received nothing for this check"))
+    checks = [dict(c, ms=round(timing[i], 1)) if i in timing else c for i, c in enumerate(checks)]
     phase = dict(phase, refused=refusal(step, incomplete))
     return finish(exercise, step, checks, phase, judged_ms=(time.perf_counter() - start) * 1e3)
 
