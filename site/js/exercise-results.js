@@ -54,6 +54,12 @@ function withheldFeedback(result) {
     const wrong = names("wrong");
     return `Right: ${right.length ? right.join(", ") : "none"}. Wrong: ${wrong.length ? wrong.join(", ") : "none"}.`;
   }
+  // A Predict check that already places the guess without the true number (Python's "got":
+  // "1 (too low, by a factor of more than 10)", "expected": "within 20% of the true value").
+  if (typeof result.got === "string" && /\btoo (high|low)\b/.test(result.got)) {
+    return `Your number ${result.got.replace(/^\S+ \((.*)\)$/, "is $1")}` +
+        (typeof result.expected === "string" ? ` (passes ${result.expected}).` : ".");
+  }
   const expected = Number(result.expected);
   const got = Number(result.got);
   if (result.expected !== undefined && result.got !== undefined && isFinite(expected) && isFinite(got)) {
