@@ -13,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 let runs = 0;  // runs shown in this page, for the output's stamp
 
 const DETAIL_LABELS = [
-  ["expected", "expected"], ["got", "got"], ["tolerance", "tolerance"],
+  ["expected", "expected"], ["got", "got"], ["answer", "true value"], ["tolerance", "tolerance"],
   ["max_abs_err", "max |Δ|"], ["where", "at index"], ["shapes", "input shapes"],
 ];
 

@@ -291,7 +291,9 @@ def prediction_close(name: str, got: float, want: float, rtol: float, *, what: s
     """A Predict step's check: fail unless |got - want| <= rtol·|want|. The failure says whether
     the prediction is too high or too low and by how much, as a range of factors
     (PREDICTION_FACTORS), never the true number -- a wrong guess must not hand over the
-    answer; ``hint`` (a rule, not a number) is added to it. The message of a pass states both
+    answer; ``hint`` (a rule, not a number) is added to it. The true value travels only as the
+    failure's ``answer`` detail, which the page shows once the learner, after a recorded
+    attempt, asks for the answer (js/exercise-predict.js). The message of a pass states both
     numbers."""
     got = expect_number(name, got)
     if abs(got - want) <= rtol * abs(want):
@@ -308,7 +310,7 @@ def prediction_close(name: str, got: float, want: float, rtol: float, *, what: s
     raise CheckFailed("%s = %.6g is %s, %s (a prediction passes within %g%% of the true "
                       "value): recount the terms rather than adjusting the number%s"
                       % (name, got, side, span, 100 * rtol, ("; " + hint) if hint else ""),
-                      expected="within %g%% of the true value" % (100 * rtol),
+                      expected="within %g%% of the true value" % (100 * rtol), answer="%.6g" % want,
                       got="%.6g (%s, %s)" % (got, side, span))
 
 
