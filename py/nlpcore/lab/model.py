@@ -172,8 +172,9 @@ class LearnerError(Exception):
 
 # A check's status: graded (pass, fail, error), run by the page (pending), run on the learner's
 # own machine (local), or not run because the grade refused the answer (not-run: a Predict step's
-# incomplete prediction, see nlpcore.lab.verdict.finish).
-STATUSES = ("pass", "fail", "error", "pending", "local", "not-run")
+# incomplete prediction, see nlpcore.lab.verdict.finish), or waiting for the page's compiler
+# (waiting: a WGSL step's Python check, until conclude sees the shader compiled; verdict.WAITING).
+STATUSES = ("pass", "fail", "error", "pending", "local", "not-run", "waiting")
 
 
 def result(check_id: str, title: str, status: str, message: str = "", **details) -> dict:
