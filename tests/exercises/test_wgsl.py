@@ -391,13 +391,21 @@ def test_python_checks_wait_for_the_compiler():
                for c in done["checks"] if c["status"] != "local"), done["checks"]
 
 
-def test_python_checks_are_not_run_without_a_compiled_shader():
+def test_python_checks_wait_for_the_compiler_and_stand_alone_only_without_one():
+    """A shader the page's compiler rejects (fails_all) passes nothing; a page with no compiler
+    at all (no WebGPU) keeps the Python checks' own verdicts, saying they ran without compiling,
+    and the step cannot pass (its GPU checks error)."""
     code = EX.step("scratch").solution
     out = grade(EX, "scratch", code)
-    ran = {c["id"]: {"error": "no WebGPU adapter", "fails_all": False}
-           for c in out["checks"] if c["status"] == "pending"}
-    done = conclude(EX, "scratch", code, out, ran)
-    assert not any(c["status"] == "pass" for c in done["checks"]), done["checks"]
+    pending = [c["id"] for c in out["checks"] if c["status"] == "pending"]
+    rejected = conclude(EX, "scratch", code, out,
+                        {i: {"error": "error: expected ';'", "fails_all": True} for i in pending})
+    assert not any(c["status"] == "pass" for c in rejected["checks"]), rejected["checks"]
+    absent = conclude(EX, "scratch", code, out,
+                      {i: {"error": "no WebGPU adapter", "fails_all": False} for i in pending})
+    python = [c for c in absent["checks"] if c["id"] not in pending and c["status"] != "local"]
+    assert python and all(c["status"] == "pass" and "without compiling" in c["message"] for c in python)
+    assert not absent["passed"]
 
 
 def test_the_untouched_harden_starter_passes_nothing_in_python():
