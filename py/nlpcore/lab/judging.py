@@ -26,7 +26,7 @@ from .wire import NotAnArray
 
 __all__ = ["TOLERANCES", "CheckFailed", "NotAnArray", "call_learner", "peak_memory", "plain_array",
            "plain_tuple", "shapes_of", "expect_array", "assert_close", "flash_bar", "expect_number",
-           "relative_close", "prediction_close", "rng", "IO_COPIES", "TILE_BUFFERS", "tiled_budget", "assert_tiled"]
+           "relative_close", "prediction_close", "rng"]
 
 # Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
 # |got - want| <= atol + rtol · |want| at each entry. float16 checks use the low-precision bar
@@ -319,40 +319,3 @@ def rng(case: int):
     (:func:`nlpcore.lab.model.grade_seed`), so inputs differ from grade to grade and a failure's
     message names the seed that reproduces it."""
     return np.random.RandomState((model.grade_seed() * 1000003 + case) % (1 << 32))
-
-
-# ------------------------------------------------------------------------------------------
-# Memory a tiled kernel may use
-# ------------------------------------------------------------------------------------------
-
-IO_COPIES = 4        # a tiled kernel may hold this many copies of its inputs and outputs ...
-TILE_BUFFERS = 8     # ... plus this many (Br, Bc) float64 temporaries (scores, exp, masks)
-
-
-def tiled_budget(io_bytes: int, block_q: int, block_k: int) -> int:
-    """Bytes a tiled attention kernel may allocate at peak: copies of its inputs and outputs
-    (casting to an accumulation dtype copies them) and a few tile-sized temporaries. An array
-    of Nq×Nk scores -- or of one query tile against all Nk keys -- does not fit when the sizes
-    are chosen as the tiled checks choose them (:func:`assert_tiled`)."""
-    return IO_COPIES * io_bytes + TILE_BUFFERS * block_q * block_k * 8
-
-
-def assert_tiled(peak: int, *, n_q: int, n_k: int, io_bytes: int, block_q: int, block_k: int,
-                 context: str, shapes: dict) -> str:
-    """Fail when ``peak`` (bytes, :func:`peak_memory`) exceeds :func:`tiled_budget`."""
-    budget = tiled_budget(io_bytes, block_q, block_k)
-    full = n_q * n_k * 8
-    mib = 1.0 / (1 << 20)
-    if peak > budget:
-        raise CheckFailed(
-            "%s: your code allocated %.2f MiB at peak, more than a tiled kernel needs (%.2f MiB). "
-            "A full %d×%d score matrix is %.2f MiB and one %d-row tile against all %d keys is "
-            "%.2f MiB: compute scores one (block_q × block_k) tile at a time and carry the row "
-            "statistics (m, l) between key tiles instead"
-            % (context, peak * mib, budget * mib, n_q, n_k, full * mib, block_q, n_k,
-               block_q * n_k * 8 * mib),
-            expected="peak <= %.2f MiB (%d × inputs and outputs + %d tiles of %d×%d float64)"
-            % (budget * mib, IO_COPIES, TILE_BUFFERS, block_q, block_k),
-            got="%.2f MiB" % (peak * mib), shapes=shapes)
-    return ("%s: %.2f MiB at peak (budget %.2f MiB; the full score matrix would be %.2f MiB)"
-            % (context, peak * mib, budget * mib, full * mib))
