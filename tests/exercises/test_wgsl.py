@@ -408,6 +408,38 @@ def test_python_checks_wait_for_the_compiler_and_stand_alone_only_without_one():
     assert not absent["passed"]
 
 
+def test_a_shader_the_reader_cannot_read_still_goes_to_the_compiler_first():
+    """Before: an override the Python reader cannot evaluate (`(16u`) failed budget, mirror and
+    every GPU check with the reader's message, and no job reached the page, so the compiler
+    never spoke. Now the reader's failures wait for the compiler like the passes do, and each
+    GPU check sends a compile-only job (the lab's shader runs in its place): a compile error
+    is every check's message; where the compiler accepts the shader, or the page has none, the
+    reader's message stands."""
+    code = EX.step("scratch").solution.replace("override BR: u32;", "override BR: u32 = (16u;", 1)
+    assert code != EX.step("scratch").solution
+    out = grade(EX, "scratch", code)
+    status = {c["id"]: c["status"] for c in out["checks"]}
+    assert {status[c] for c in PYTHON_CHECKS} == {"waiting"}, status
+    assert {status[c] for c in SCRATCH_GPU} == {"pending"}, status
+    jobs = [c["job"] for c in out["checks"] if c["status"] == "pending"]
+    assert all(j["meta"]["guard"]["source"] == code and "cannot be evaluated" in j["meta"]["compile_only"]
+               and j["shader"] == "flash_fwd.wgsl" for j in jobs), jobs[0]["meta"]
+    pending = [c["id"] for c in out["checks"] if c["status"] == "pending"]
+    rejected = conclude(EX, "scratch", code, out,
+                        {i: {"error": "line 3:24 expected ')'", "fails_all": True} for i in pending})
+    assert all(c["status"] == "error" and "expected ')'" in c["message"]
+               for c in rejected["checks"] if c["status"] != "local"), rejected["checks"]
+    accepted = conclude(EX, "scratch", code, out, {i: {"outputs": {}} for i in pending})
+    done = {c["id"]: c for c in accepted["checks"]}
+    for cid in ("budget", "mirror") + tuple(SCRATCH_GPU):
+        assert done[cid]["status"] == "fail" and "cannot be evaluated" in done[cid]["message"], done[cid]
+    assert not accepted["passed"]
+    absent = conclude(EX, "scratch", code, out,
+                      {i: {"error": "no WebGPU adapter", "fails_all": False} for i in pending})
+    done = {c["id"]: c for c in absent["checks"]}
+    assert done["budget"]["status"] == "fail" and "cannot be evaluated" in done["budget"]["message"]
+
+
 def test_the_untouched_harden_starter_passes_nothing_in_python():
     out = grade(EX, "harden", EX.step("harden").starter)
     python = [c for c in out["checks"] if c.get("runner", "python") == "python"]

@@ -169,24 +169,31 @@ WAITING = "waiting"     # a Python check of a shader, held until the page's comp
 
 
 def _wait_for_the_compiler(step: Step, checks: List[dict]) -> List[dict]:
-    """In a step whose code only the page compiles (a WGSL shader), a Python check that passed
-    waits (status WAITING, its verdict kept in ``held``) while page jobs are pending: a shader
-    that does not compile must pass nothing, and the compiler's message comes first."""
+    """In a step whose code only the page compiles (a WGSL shader), a Python check that passed,
+    and any check that failed because the Python reader could not read the shader (marked
+    ``unreadable``), waits (status WAITING, its verdict kept in ``held``) while page jobs are
+    pending: a shader that does not compile must pass nothing, and the compiler's message
+    comes first."""
     if step.language == "python" or not any(c["status"] == "pending" for c in checks):
         return checks
     return [dict(c, status=WAITING, held={"status": c["status"], "message": c["message"]},
                  message="waits for the page to compile your shader: %s" % c["message"])
-            if c["status"] == "pass" and c.get("runner", "python") == "python" else c
+            if (c["status"] == "pass" and c.get("runner", "python") == "python")
+            or (c["status"] == "fail" and c.get("unreadable")) else c
             for c in checks]
 
 
 def _after_the_compiler(c: dict, compiled: bool, no_compiler: bool = False) -> dict:
+    """A WAITING check once the page is done: its held verdict where the page compiled the
+    shader or has no compiler (a pass then says it was checked without compiling); an error
+    where the page ran nothing of it."""
     if c["status"] != WAITING:
         return c
     held = c.get("held") or {}
-    if (compiled or no_compiler) and held.get("status") == "pass":
-        note = "" if compiled else " (checked without compiling: the page could not run your shader)"
-        return dict({k: v for k, v in c.items() if k != "held"}, status="pass",
+    if (compiled or no_compiler) and held.get("status") in ("pass", "fail"):
+        note = ("" if compiled or held["status"] != "pass" else
+                " (checked without compiling: the page could not run your shader)")
+        return dict({k: v for k, v in c.items() if k != "held"}, status=held["status"],
                     message=held.get("message", "") + note)
     return result(c["id"], c["title"], "error", "not run: the page did not compile your "
                   "shader, so its Python-side checks were not graded")
