@@ -183,6 +183,46 @@ ATTACKS = {
 
         def attention("""), 1).replace("    n_q, d = q.shape\n", "    _arm()\n" + FULL_SCORES
                                        + "    n_q, d = q.shape\n", 1)),
+    # (a) a forger: talks the measured peak down by patching the grader's measure (and puts it
+    # back before the grade ends, so the restore sees nothing), holds the full score matrix
+    "compose: forged peak, full scores": ("online-softmax", "compose", textwrap.dedent("""
+        import numpy as np
+        import nlpcore.lab.working_set as _ws
+        _measure = _ws.measure
+        _ws.measure = lambda fn, *a, **k: (fn(*a, **k), 0)
+
+        def attention(q, k, v, block_q, block_k, causal=False):
+            if q.shape[0] == 2048:
+                _ws.measure = _measure
+        """) + FULL_SCORES),
+    # (a) the same, the full matrix computed in a process it forks and leaves behind
+    "compose: forged peak, full scores in a forked child": ("online-softmax", "compose",
+                                                            textwrap.dedent("""
+        import os, numpy as np
+        import nlpcore.lab.working_set as _ws
+        _measure = _ws.measure
+        _ws.measure = lambda fn, *a, **k: (fn(*a, **k), 0)
+
+        def _full(q, k, v, causal):
+        """) + FULL_SCORES + textwrap.dedent("""
+        def attention(q, k, v, block_q, block_k, causal=False):
+            if q.shape[0] != 2048:
+                return _full(q, k, v, causal)
+            _ws.measure = _measure
+            read, write = os.pipe()
+            if os.fork() == 0:
+                o, lse = _full(q, k, v, causal)
+                os.write(write, np.concatenate([o.ravel(), lse]).tobytes())
+                import time
+                time.sleep(60)
+                os._exit(0)
+            data = b""
+            size = 8 * (q.shape[0] * v.shape[1] + q.shape[0])
+            while len(data) < size:
+                data += os.read(read, size - len(data))
+            flat = np.frombuffer(data)
+            return flat[:-q.shape[0]].reshape(q.shape[0], v.shape[1]), flat[-q.shape[0]:]
+        """)),
 }
 
 BATCH = r"""
@@ -331,3 +371,17 @@ def test_frames_and_spoofed_code_do_not_reach_the_grader(python, name):
         assert any("sys.settrace" in r for r in grade["restored"]), grade["restored"]
     if name == "compose: compiled as nlpcore":
         assert all(status != "pass" for cid, status in _statuses(grade).items()), grade
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+@pytest.mark.parametrize("name", ["compose: forged peak, full scores",
+                                  "compose: forged peak, full scores in a forked child"])
+def test_a_forged_peak_is_caught_by_the_operating_systems_count(python, name):
+    """Learner code that talks the measured peak down (here: patches the grader's measure and
+    puts it back before the grade ends, so nothing is restored) passed the tiled check with the
+    full score matrix before; the runner's ru_maxrss of the learner process and of the processes
+    it left behind (reaped by the zygote, their subreaper) now fails it."""
+    grade, _ = _graded(python)[name]
+    tiled = next(c for c in grade["checks"] if c[0] == "tiled")
+    assert tiled[1] == "fail" and "operating system" in tiled[2], grade
+    assert all(status == "pass" for cid, status, _ in grade["checks"] if cid != "tiled"), grade

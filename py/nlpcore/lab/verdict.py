@@ -33,6 +33,7 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
     step = exercise.step(step_id)
     start = time.perf_counter()
     model.set_seed(phase["seed"])
+    model.set_outside((phase.get("outside") or {}).get("peak_growth"))
     verdicts, collected = phase["verdicts"], phase["collected"]
     if phase.get("stopped"):            # the learner's process ended without a result
         verdicts = {i: result(c.id, c.title, "error", phase["stopped"])
