@@ -22,9 +22,19 @@ learner code could read them unnoticed. A guard holds its original as a constant
 or a global), the grade's snapshot is emptied of the refused modules' originals while learner
 code runs (:meth:`nlpcore.lab.sandbox.Snapshot.hide`), and functions a refused module imported
 from another refused module are guarded too. Reaching a code object of nlpcore (a function's
-``__code__``, a frame's ``f_code``) or the frame of an nlpcore generator from learner code is
-reported by the audit hook (:attr:`Refusal.introspected`) and the grade then fails; so is any
-change to a refused module's namespace (:func:`changes`). Verdicts are never reachable
+``__code__``, a frame's ``f_code``, a traceback's ``tb_frame``; break-it's hidden kernels
+count as nlpcore's) or the frame of an nlpcore generator from learner code is reported by the
+audit hook (:attr:`Refusal.introspected`) and the grade then fails; so is any change to a
+refused module's namespace (:func:`changes`). ``traceback`` and ``inspect`` reading every
+frame's code (honest ``inspect.stack()``, ``traceback.print_stack()``) are let through, and
+their ``linecache`` reads of refused files fail quietly (:class:`RefusedRead`). Refused outright
+while learner code runs: ``sys.settrace`` and ``sys.setprofile`` (a trace function sees every
+frame entered and, before CPython 3.13, what it writes into a frame's ``f_locals`` is copied
+back into that frame's variables), ``sys.addaudithook``, and compiling code under a file name
+of nlpcore (it would pass for the grader's own code in the checks above).
+What this cannot stop, in the process where learner code runs, is code that patches these
+functions and puts them back before the grade ends, or edits the grade's records; see
+``nlpcore/lab/exercises/README.md`` ("What is measured where"). Verdicts are never reachable
 this way: they are computed in an interpreter that never ran learner code
 (:mod:`nlpcore.lab.session`).
 """

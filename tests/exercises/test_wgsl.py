@@ -128,12 +128,24 @@ def test_static_use_follows_calls_from_main():
     (("fn main(", "fn entry("), "fn main"),
 ])
 def test_interface_errors_name_the_problem(edit, message):
+    """The reader's interface errors wait for the page's compiler (which accepts these shaders:
+    only a compile-only job goes to the page), then stand."""
     source = text("flash_fwd.wgsl").replace(*edit)
-    results = grade(EX, "harden", source)["checks"]
-    by_id = {r["id"]: r for r in results}
+    first = grade(EX, "harden", source)
+    by_id = {r["id"]: r for r in first["checks"]}
+    assert by_id["interface"]["status"] == "waiting" and message in by_id["interface"]["message"]
+    assert by_id["ragged"]["status"] == "pending" and by_id["ragged"]["job"]["meta"]["compile_only"]
+    by_id = {r["id"]: r for r in _compiled(source, first)["checks"]}
     assert by_id["interface"]["status"] == "fail"
     assert message in by_id["interface"]["message"]
-    assert by_id["ragged"]["status"] == "fail"  # no job is handed to the page
+    assert by_id["ragged"]["status"] == "fail" and message in by_id["ragged"]["message"]
+
+
+def _compiled(source: str, first: dict, step: str = "harden") -> dict:
+    """The grade once the page compiled the shader and ran its jobs (their outputs empty: the
+    checks that matter here fail before reading them)."""
+    ran = {c["id"]: {"outputs": {}} for c in first["checks"] if c["status"] == "pending"}
+    return conclude(EX, step, source, first, ran)
 
 
 def test_over_budget_is_refused_with_bytes_and_a_plan_that_fits():
@@ -179,7 +191,7 @@ def test_awkward_learner_plans_are_handled_quickly():
 
 def test_key_tiles_must_be_a_multiple_of_four():
     source = text("flash_fwd.wgsl").replace("override BC: u32;", "override BC: u32 = 6u;")
-    checks = {c["id"]: c for c in grade(EX, "harden", source)["checks"]}
+    checks = {c["id"]: c for c in _compiled(source, grade(EX, "harden", source))["checks"]}
     assert checks["ragged"]["status"] == "fail" and "BC = 6 is not a multiple of 4" in checks["ragged"]["message"]
 
 

@@ -75,7 +75,8 @@ _grader = _Grader()
 # code raises one reports it in ``restored``, and the page then replaces its Python worker.
 AUDITED_EVENTS = frozenset(("sys.addaudithook", "gc.get_objects", "gc.get_referrers",
                             "gc.get_referents", "ctypes.dlopen", "ctypes.addressof",
-                            "ctypes.cdata", "ctypes.string_at", "ctypes.PyObj_FromPtr"))
+                            "ctypes.cdata", "ctypes.string_at", "ctypes.PyObj_FromPtr",
+                            "ctypes.dlsym", "ctypes.call_function", "sys._current_frames"))
 
 
 def _audit(event, args):
