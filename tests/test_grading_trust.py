@@ -40,6 +40,8 @@ KERNEL_IDS = ("clean", "missing-rescale", "dropped-tail", "zero-init-max", "glob
 BREAK = lab.exercise("break-it").step("break").solution
 COMPOSE = lab.exercise("online-softmax").step("compose").solution
 FULL_SCORES = module("online-softmax", "wrong_answers").FULL_SCORES    # the (Nq, Nk) scores whole
+BACKWARD = lab.exercise("backward").step("scratch").solution
+DENSE_BACKWARD = module("backward", "wrong_answers").DENSE_BACKWARD     # P and dS whole
 
 # A learner's side channel for the tests: appends one JSON line to the file named by LOG.
 LOG_HELPER = textwrap.dedent("""
@@ -192,7 +194,7 @@ ATTACKS = {
         _ws.measure = lambda fn, *a, **k: (fn(*a, **k), 0)
 
         def attention(q, k, v, block_q, block_k, causal=False):
-            if q.shape[0] == 2048:
+            if k.shape[0] == 16384:         # the tiled check's call: put the grader back
                 _ws.measure = _measure
         """) + FULL_SCORES),
     # (a) the same, the full matrix computed in a process it forks and leaves behind
@@ -223,6 +225,16 @@ ATTACKS = {
             flat = np.frombuffer(data)
             return flat[:-q.shape[0]].reshape(q.shape[0], v.shape[1]), flat[-q.shape[0]:]
         """)),
+    # (a) the forger on the backward: the whole P and dS at once, the measured peak talked down
+    "backward: forged peak, dense P": ("backward", "scratch", BACKWARD.replace(
+        "def backward(", textwrap.dedent("""
+        import nlpcore.lab.working_set as _ws
+        _peak = _ws.peak_memory
+        _ws.peak_memory = lambda fn: (fn(), 0)
+
+        def backward("""), 1).replace("    n_q, d = q.shape\n", "    if k.shape[0] == 16384:\n"
+                                       "        _ws.peak_memory = _peak\n" + DENSE_BACKWARD
+                                       + "    n_q, d = q.shape\n", 1)),
 }
 
 BATCH = r"""
@@ -231,13 +243,18 @@ from nlpcore import lab
 from nlpcore.lab.exercises import module
 jobs = json.load(sys.stdin)
 out = []
+from nlpcore.lab import verdict
 for ex, step, code, seed in jobs:
-    r = lab.grade(ex, step, code, seed=seed)
+    if ex.startswith("one:"):   # both phases in this interpreter, as in the page: no outside count
+        r = verdict.grade(lab.exercise(ex[4:]), step, code, seed)
+    else:
+        r = lab.grade(ex, step, code, seed=seed)
     out.append({"passed": r["passed"], "restored": r["restored"],
                 "checks": [[c["id"], c["status"], c["message"][:300]] for c in r["checks"]]})
 print("RESULT" + json.dumps(out))
 """
 
+FORGERS_IN_ONE = ("compose: forged peak, full scores", "backward: forged peak, dense P")
 ORDER_SEED = 4242       # the same seed for every grade of the order test
 ORDER_GRADES = 8        # the clean kernel's place must not repeat in all of them ((1/6)^7)
 ORDER_SUITE = BREAK + "\n" + LOG_HELPER + textwrap.dedent("""
@@ -272,7 +289,11 @@ def _graded(python: str):
     if python not in _results:
         folder = tempfile.mkdtemp(prefix="g4trust-")
         logs, jobs = {}, []
-        for i, (name, (ex, step, code)) in enumerate(sorted(ATTACKS.items())):
+        attacks = dict(ATTACKS)
+        for name in FORGERS_IN_ONE:
+            ex, step, code = ATTACKS[name]
+            attacks[name + " (one interpreter)"] = ("one:" + ex, step, code)
+        for i, (name, (ex, step, code)) in enumerate(sorted(attacks.items())):
             logs[name] = os.path.join(folder, "attack%d.log" % i)
             jobs.append([ex, step, "LOG = %r\n" % logs[name] + code, 1234])
         order_logs = [os.path.join(folder, "order%d.log" % i) for i in range(ORDER_GRADES)]
@@ -375,7 +396,8 @@ def test_frames_and_spoofed_code_do_not_reach_the_grader(python, name):
 
 @pytest.mark.parametrize("python", INTERPRETERS)
 @pytest.mark.parametrize("name", ["compose: forged peak, full scores",
-                                  "compose: forged peak, full scores in a forked child"])
+                                  "compose: forged peak, full scores in a forked child",
+                                  "backward: forged peak, dense P"])
 def test_a_forged_peak_is_caught_by_the_operating_systems_count(python, name):
     """Learner code that talks the measured peak down (here: patches the grader's measure and
     puts it back before the grade ends, so nothing is restored) passed the tiled check with the
@@ -385,3 +407,12 @@ def test_a_forged_peak_is_caught_by_the_operating_systems_count(python, name):
     tiled = next(c for c in grade["checks"] if c[0] == "tiled")
     assert tiled[1] == "fail" and "operating system" in tiled[2], grade
     assert all(status == "pass" for cid, status, _ in grade["checks"] if cid != "tiled"), grade
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+@pytest.mark.parametrize("name", ["compose: forged peak, full scores", "backward: forged peak, dense P"])
+def test_without_the_outside_count_the_forged_peak_passes(python, name):
+    """The limit the README states: graded in one interpreter, as the page grades (its learner
+    worker reports the peak and nothing counts it from outside), the same forgery passes."""
+    grade, _ = _graded(python)[name + " (one interpreter)"]
+    assert grade["passed"] and grade["restored"] == [], grade

@@ -24,6 +24,16 @@ OUTSIDE_CASE = ("Nq=2048, Nk=8192, d=4, blocks 256×512, measured by the operati
                 2048, 8192, 4, 4, 256, 512)
 OUTSIDE_SHARE = 2
 OUTSIDE_ROWS = 16           # rows of its output sent to the judge and checked there
+# The backward's case: Nq a quarter of the forward's (a grade stays near a second); P, dP and dS
+# whole are 32 MiB each.
+OUTSIDE_BACKWARD_CASE = ("Nq=512, Nk=8192, d=4, blocks 128×512, measured by the operating "
+                         "system", 512, 8192, 4, 4, 128, 512)
+
+
+def first_rows(x):
+    """The first OUTSIDE_ROWS rows of a collected array (anything else as it is)."""
+    import numpy as np
+    return x[:OUTSIDE_ROWS] if isinstance(x, np.ndarray) and x.ndim else x
 
 TILE_BUFFERS = 12    # (Br, Bc) float64 temporaries (scores, exp, masks, dP, dS) with their
                      # (B, d) slices; the reference backward holds about 7 at once
