@@ -381,6 +381,8 @@ def _refuse_hook_or_spoof(event, args, frame):
             return
         if event == "compile" and _is_the_file(args[0], filename):
             return                          # an import compiling the module's own source
+        if frame is not None and _in_package(frame.f_code.co_filename):
+            return                          # nlpcore's own (seal copies a function's code)
         what = "compiling code as %s" % os.path.basename(filename)
     else:
         what = event
