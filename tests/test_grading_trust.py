@@ -235,6 +235,28 @@ ATTACKS = {
         def backward("""), 1).replace("    n_q, d = q.shape\n", "    if k.shape[0] == 16384:\n"
                                        "        _ws.peak_memory = _peak\n" + DENSE_BACKWARD
                                        + "    n_q, d = q.shape\n", 1)),
+    # (d) the weak suite, plus a test that walks the frames (f_back, f_locals) and rewrites
+    # every kill matrix and verdict it finds there: in the page's report, which runs the tests
+    # once more after the checks collected, this reached the collected matrix (a pass before)
+    "break: rewriting the grade through frames": ("break-it", "break",
+                                                  lab.exercise("break-it").step("break").starter
+                                                  + LOG_HELPER + textwrap.dedent("""
+        def test_zz_rewrite(softmax):
+            frame, found = _sys._getframe(1), 0
+            while frame is not None:
+                for value in list(frame.f_locals.values()):
+                    for item in (list(value.values()) if isinstance(value, dict) else []):
+                        if isinstance(item, dict) and "clean" in item:
+                            for kid, row in item.items():
+                                for t in list(row):
+                                    row[t] = "pass" if kid == "clean" else "AssertionError"
+                            found += 1
+                        elif isinstance(item, dict) and item.get("status") in ("fail", "error"):
+                            item["status"] = "pass"
+                            found += 1
+                frame = frame.f_back
+            _log({"found": found})
+    """)),
 }
 
 BATCH = r"""
@@ -416,3 +438,26 @@ def test_without_the_outside_count_the_forged_peak_passes(python, name):
     worker reports the peak and nothing counts it from outside), the same forgery passes."""
     grade, _ = _graded(python)[name + " (one interpreter)"]
     assert grade["passed"] and grade["restored"] == [], grade
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_frames_reach_no_record_of_the_grade_to_rewrite(python):
+    grade, lines = _graded(python)["break: rewriting the grade through frames"]
+    assert not grade["passed"], grade
+    assert not any(line["found"] for line in lines), lines
+    assert {c[1] for c in grade["checks"] if c[0].startswith("kills-")} >= {"fail"}, grade
+
+
+def test_the_judge_refuses_a_pass_decided_where_the_learners_code_ran():
+    """A rewritten record (or a forged result) that says "pass" for a check of a Python step is
+    not taken: only the judge passes a check."""
+    from nlpcore.lab import verdict
+    ex = lab.exercise("online-softmax")
+    step = ex.step("compose")
+    phase = {"seed": 1, "collected": {}, "restored": [], "stdout": "", "stderr": "",
+             "traceback": "", "report": None, "record": {}, "elapsed_ms": 0.0,
+             "verdicts": {i: {"id": c.id, "title": c.title, "status": "pass", "message": "ok"}
+                          for i, c in enumerate(step.checks)}}
+    grade = verdict.judge(ex, "compose", phase)
+    assert not grade["passed"]
+    assert all(c["status"] == "error" and "only the judge" in c["message"] for c in grade["checks"])

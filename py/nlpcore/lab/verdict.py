@@ -46,7 +46,7 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
                 checks.append(result(check.id, check.title, "local", check.explain,
                                      command=check.command, runner="local"))
             elif i in verdicts:
-                checks.append(verdicts[i])
+                checks.append(_learner_verdict(step, check, verdicts[i]))
             elif i in collected:
                 judging_started = time.perf_counter()
                 checks.append(_judged(check, check.judge, collected[i]))
@@ -59,6 +59,17 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
     checks = [dict(c, ms=round(timing[i], 1)) if i in timing else c for i, c in enumerate(checks)]
     phase = dict(phase, refused=refusal(step, incomplete))
     return finish(exercise, step, checks, phase, judged_ms=(time.perf_counter() - start) * 1e3)
+
+
+def _learner_verdict(step: Step, check: Check, verdict: dict) -> dict:
+    """A verdict the learner's side decided (the code did not load, a collect failed, a refused
+    call, a page job). For a Python step it can only be a failure, an error or a page job: the
+    learner's side never passes a check of learner code, only this judge does, so a "pass" from
+    there (a rewritten record) is refused."""
+    if step.language == "python" and verdict.get("status") not in ("fail", "error", "pending"):
+        return result(check.id, check.title, "error", "the side that ran your code reported %r "
+                      "for this check, which only the judge may decide" % verdict.get("status"))
+    return verdict
 
 
 # A Predict step's checks that ask only "is every part of the answer there?" (their message
