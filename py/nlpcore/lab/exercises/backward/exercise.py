@@ -459,7 +459,8 @@ _BACKWARD_CASES = {
 def build() -> Exercise:
     harden = Step(
         id="harden", kind="Harden", title="Harden a tiled forward", minutes=30,
-        statement=HERE.statement("harden"),
+        statement=HERE.statement("harden", tiled_nq=TILED[1], tiled_nk=TILED[2],
+                                 outside_nq=working_set.OUTSIDE_CASE[1], outside_nk=working_set.OUTSIDE_CASE[2]),
         starter=HERE.starter("harden"), solution=HERE.solution("harden"),
         hints=(
             "Ragged: clamp `q1 = min(q0 + block_q, n_q)` and loop keys over "
@@ -496,7 +497,8 @@ def build() -> Exercise:
         ))
     scratch = Step(
         id="scratch", kind="Scratch", title="The recomputing backward", minutes=45,
-        statement=HERE.statement("scratch"),
+        statement=HERE.statement("scratch", tiled_nq=TILED[1], tiled_nk=TILED[2],
+                                 outside_nq=working_set.OUTSIDE_BACKWARD_CASE[1], outside_nk=working_set.OUTSIDE_BACKWARD_CASE[2]),
         starter=HERE.starter("scratch"), solution=HERE.solution("scratch"),
         hints=(
             "`D = (do * o).sum(axis=1)`. Why is it equal to rowsum(P ∘ dP)? Because "

@@ -129,6 +129,13 @@ def _shape_text(n_q, n_k, d, dv):
     return "q (%d, %d), k (%d, %d), v (%d, %d)" % (n_q, d, n_k, d, n_k, dv)
 
 
+def tiled_values() -> dict:
+    """The memory cases' sizes, for the statement (numbers from the code, not typed twice)."""
+    outside = working_set.OUTSIDE_CASE
+    return {"tiled_nq": TILED_CASE[1], "tiled_nk": TILED_CASE[2], "outside_nq": outside[1],
+            "outside_nk": outside[2]}
+
+
 def _seed(n_q, n_k):
     """The grade's seed, shown per case: ``nlpcore.lab.grade(exercise, step, code, seed=...)``
     rebuilds the same inputs."""
