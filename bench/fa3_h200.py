@@ -26,6 +26,7 @@ variant there is one program per work item, i.e. ``persistent=False``.)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -146,9 +147,7 @@ def main():
     else:
         record["rows"] = [row(d, n, c, VARIANTS, ("cudnn",), log) for d, n, c in ABLATION_SHAPES]
         name = "fa3_h200.json"
-    record["tuned"] = {str(key): {"config (BLOCK_N, STAGES)": list(v["config"]), "ms": v["ms"]}
-                       for key, v in flash_fa3.TUNED.items()}
-    record["tuned_key"] = "(d, dtype, causal, warp_spec, pingpong, overlap, N.bit_length())"
+    record["choices"] = {f"d={d} causal={c} N<={n_max}": dataclasses.asdict(var) for d, c, n_max, var in flash_fa3.CHOICES}
     record["seconds"] = time.time() - t0
     with open(os.path.join(args.out, name), "w") as f:
         json.dump(record, f, indent=1)

@@ -56,7 +56,7 @@ def test_refusals_name_the_argument(bad, match):
 
 def test_pingpong_needs_warp_specialisation():
     with pytest.raises(ValueError, match="pingpong=True needs warp_spec=True"):
-        flash_fa3.forward(*_qkv(), warp_spec=False)
+        flash_fa3.forward(*_qkv(), warp_spec=False, pingpong=True)
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="the reasons below are the CPU's")
@@ -128,6 +128,24 @@ def test_compiles_for_sm90a_with_fa3s_structure(warp_spec):
     else:
         assert regs == [], regs
     assert math.isclose(kern.LN2.value, math.log(2))
+
+
+@pytest.mark.skipif(not _gluon_hopper(), reason="this Triton has no Gluon Hopper API (Triton >= 3.6)")
+def test_three_consumer_variant_compiles_for_sm90a():
+    """Three consumer warpgroups (FlashAttention-3's d = 64 layout), fused K/V barriers and the
+    balanced causal schedule compile for sm_90a; the consumers take 160 registers each."""
+    from nlpcore.kernels import flash_fa3_gluon as kern
+
+    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
+    code = ("import sys; from nlpcore.kernels import flash_fa3_gluon as k; "
+            "sys.stdout.write(k.compile_for_hopper(64, 'bf16', causal=True, consumers=3, stages=3, "
+            "kv_fused=True, balance=True).asm['ptx'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    regs = {int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", proc.stdout)}
+    assert kern.CONSUMER_REGS_3.value in regs and kern.PRODUCER_REGS.value in regs, regs
+    assert "wgmma.mma_async" in proc.stdout and "cp.async.bulk.tensor.3d" in proc.stdout
 
 
 def _generated(text, marker):
