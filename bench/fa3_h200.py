@@ -19,8 +19,9 @@ first (the flash-attention bar on two heads). Writes DIR/fa3_h200.json (default 
 ``--persistent`` times, on all 12 shapes of bench/triton_h200.py, the full kernel launched
 persistently (one program per SM, the default) and one program per work item, against cuDNN
 (all in one run), and writes fa3_h200_persistent.json.
-(The ablation rows of fa3_h200.json were recorded before the persistent launch existed: every
-variant there is one program per work item, i.e. ``persistent=False``.)
+Each ablation starts from the variant flash_fa3.choose picks for the shape (recorded in the row
+as ``variant``) and sets the flags above on it; without warp specialisation the launch is one
+program per work item with two warpgroups.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def row(d, n, causal, variants, others, log):
     b, h = tb.TOKENS // n, tb.HIDDEN // d
     q, k, v = tb.inputs(b, h, n, d, seed=300 + n + d)[:3]
     fl = tb.flops(n, d, h, b, causal, False)
-    out = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "fwd": {}}
+    out = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "fwd": {},
+           "variant": dataclasses.asdict(flash_fa3.choose(d, causal, n))}  # the flags below override it
     for name, flags in variants.items():
         try:
             verdict = check(q, k, v, causal, flags)
