@@ -94,16 +94,25 @@ class Variant:
     pingpong: bool = True  # the warpgroups take turns on the tensor cores (a token per key tile)
     persistent: bool = True  # one program per SM looping over work items (else one per item)
     balance: bool = False  # causal: items longest first across heads, dealt in a snake
+    snake: bool = False  # causal: items dealt in a snake, head by head (keeps a head's K, V in L2)
     kv_fused: bool = False  # one ready and one empty barrier per ring slot for K and V together
 
 
-# Which variant runs where: (head dim, causal, largest N, variant), first match wins. Chosen on
-# the H200 by bench/fa3_h200_variants.py (bench/results/fa3_h200_variants.json: every candidate
-# checked against float64, then timed beside cuDNN, in one run); FA3.md says why each won.
+# Which variant runs where: (head dim, causal, largest N or None, variant), first match wins.
+# Written by `bench/fa3_h200_variants.py --choices bench/results/fa3_h200_variants.json --write`
+# from the H200 sweep (every candidate checked against float64, then timed beside cuDNN, in one
+# run) by its rule: per head dim and mask, the fastest checked candidate at N = 1024, 4096,
+# 16384, used up to that N. tests/test_flash_fa3.py holds this table equal to the record;
+# bench/FA3.md says why each one wins.
 CHOICES = (
-    (64, False, None, Variant(stages=2)),
-    (64, True, None, Variant(stages=2, persistent=False)),
+    (64, False, 1024, Variant(stages=2, pingpong=False)),
+    (64, False, 4096, Variant(consumers=3, stages=3, pingpong=False)),
+    (64, False, None, Variant(consumers=3, stages=3)),
+    (64, True, 1024, Variant(stages=2, balance=True)),
+    (64, True, None, Variant(stages=2, pingpong=False, persistent=False)),
     (128, False, None, Variant()),
+    (128, True, 1024, Variant(persistent=False)),
+    (128, True, 4096, Variant(pingpong=False, balance=True)),
     (128, True, None, Variant(persistent=False)),
 )
 
@@ -195,7 +204,8 @@ def _run(q, k, v, causal, scale, warp_spec, overlap, var):
         q_desc, k_desc, v_desc, o_desc, lse, N, B * H, scale * LOG2E,
         HEAD_DIM=d, BLOCK_N=var.block_n, STAGES=var.stages, CAUSAL=bool(causal), WARP_SPEC=bool(warp_spec),
         PINGPONG=var.pingpong, OVERLAP=bool(overlap), NUM_CONSUMERS=var.consumers,
-        BALANCE=var.balance and bool(causal), KV_FUSED=var.kv_fused, num_warps=4 if warp_spec else 8)
+        BALANCE=var.balance and bool(causal), SNAKE=(var.balance or var.snake) and bool(causal),
+        KV_FUSED=var.kv_fused, num_warps=4 if warp_spec else 8)
     return o3.reshape(B, H, N, d), lse
 
 

@@ -97,7 +97,8 @@ def _tile(t, n_mblocks, n_bh, n_ctx, CAUSAL: gl.constexpr, BALANCE: gl.constexpr
     """Work item t -> (batch·head, first query row, number of key tiles). Consecutive items
     share a head (its K and V stay in L2); causal items of a head go heaviest first. With
     BALANCE (causal), items are ordered by cost across all heads: every head's last query block
-    (the most keys) first, then every head's second-to-last, ... (longest job first)."""
+    (the most keys) first, then every head's second-to-last, ... (longest job first; the
+    heads' K and V then no longer take turns in L2)."""
     if CAUSAL and BALANCE:
         bh = t % n_bh
         m_idx = t // n_bh
@@ -114,22 +115,22 @@ def _tile(t, n_mblocks, n_bh, n_ctx, CAUSAL: gl.constexpr, BALANCE: gl.constexpr
 
 
 @gluon.jit
-def _n_items(n_tiles, BALANCE: gl.constexpr):
+def _n_items(n_tiles, SNAKE: gl.constexpr):
     """How many work items this program runs. The P programs are dealt items in rounds of P:
-    in round r program p gets item r·P + p, or, with BALANCE, in odd rounds r·P + (P-1-p) (a
-    snake: who got a round's heaviest item gets the next round's lightest). With one program
-    per item (P = n_tiles) that is one item."""
+    in round r program p gets item r·P + p, or, with SNAKE, in odd rounds r·P + (P-1-p) (who
+    got a round's heaviest item gets the next round's lightest). With one program per item
+    (P = n_tiles) that is one item."""
     full = n_tiles // gl.num_programs(0)  # complete rounds
-    return full + (_item(full, BALANCE) < n_tiles).to(gl.int32)  # + the last, partial round
+    return full + (_item(full, SNAKE) < n_tiles).to(gl.int32)  # + the last, partial round
 
 
 @gluon.jit
-def _item(i, BALANCE: gl.constexpr):
+def _item(i, SNAKE: gl.constexpr):
     """The work item this program runs in its round i (see _n_items)."""
     pid = gl.program_id(0)
     n_prog = gl.num_programs(0)
     t = i * n_prog + pid
-    if BALANCE:
+    if SNAKE:
         t += (i % 2) * (n_prog - 1 - 2 * pid)
     return t
 
@@ -138,13 +139,13 @@ def _item(i, BALANCE: gl.constexpr):
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, q_empty, k_empty,
               v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
               BLOCK_N: gl.constexpr, NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr,
-              KV_FUSED: gl.constexpr):
+              SNAKE: gl.constexpr, KV_FUSED: gl.constexpr):
     """The producer warp (WARP_SPEC): for each work item of this program, Q for every consumer,
     then K and V around the ring. Ring positions count on across work items. With KV_FUSED a
     slot's K and V share one "ready" and one "empty" barrier (half the hand-overs)."""
     c = 0  # ring position: tiles of K (and of V) issued so far by this program
-    for n_done in range(_n_items(n_tiles, BALANCE)):
-        bh, off_m, n_blocks = _tile(_item(n_done, BALANCE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
+    for n_done in range(_n_items(n_tiles, SNAKE)):
+        bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
                                     NUM_CONSUMERS * WG_ROWS, BLOCK_N)
         for i in gl.static_range(NUM_CONSUMERS):  # one Q tile (64 rows) per consumer, once it released the last
             mbarrier.wait(q_empty.index(i), (n_done & 1) ^ 1)
@@ -314,14 +315,15 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
               q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
               qk_scale, WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
               CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-              NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr, KV_FUSED: gl.constexpr):
+              NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr, SNAKE: gl.constexpr,
+              KV_FUSED: gl.constexpr):
     """Consumer warpgroup WG (WARP_SPEC): the work items of this program, one after another."""
     c = 0  # ring position, as the producer counts it
     # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
     # fresh barrier); each other warpgroup waits for the hand-over of the one before it.
     turn_phase = 1 if WG == 0 else 0
-    for n_done in range(_n_items(n_tiles, BALANCE)):
-        bh, off_m, n_blocks = _tile(_item(n_done, BALANCE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
+    for n_done in range(_n_items(n_tiles, SNAKE)):
+        bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
                                     NUM_CONSUMERS * WG_ROWS, BLOCK_N)
         turn_phase = _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
                                     q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
@@ -338,14 +340,15 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                    CAUSAL: gl.constexpr, WARP_SPEC: gl.constexpr, PINGPONG: gl.constexpr,
                    OVERLAP: gl.constexpr, NUM_CONSUMERS: gl.constexpr = 2, BALANCE: gl.constexpr = False,
-                   KV_FUSED: gl.constexpr = False):
+                   SNAKE: gl.constexpr = False, KV_FUSED: gl.constexpr = False):
     # q_desc, o_desc: tiles (1, 64, d) with WARP_SPEC, else (1, 128, d) of (B·H, N, d)
     # k_desc, v_desc: tiles (1, Bc, d);  lse_ptr: fp32 (B·H, N);  n_bh = B·H
     # The grid is 1-d. One program per work item, or (persistent, WARP_SPEC only) one per SM,
     # each taking its items in rounds (_n_items, _item).
     # NUM_CONSUMERS (WARP_SPEC): 2 or 3 consumer warpgroups, so a work item is 128 or 192 query
-    # rows; BALANCE: causal items longest first, dealt in a snake; KV_FUSED: one ready and one
-    # empty barrier per ring slot for K and V together.
+    # rows; BALANCE: causal items longest first across heads; SNAKE: items dealt to the
+    # persistent programs in a snake; KV_FUSED: one ready and one empty barrier per ring slot
+    # for K and V together.
     NUM_Q: gl.constexpr = NUM_CONSUMERS if WARP_SPEC else 1
     BLOCK_M: gl.constexpr = NUM_CONSUMERS * WG_ROWS if WARP_SPEC else 2 * WG_ROWS  # query rows per item
     n_mblocks = (n_ctx + BLOCK_M - 1) // BLOCK_M
@@ -384,32 +387,32 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                 [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, KV_FUSED)),  # consumer warpgroup 0
+                              BALANCE, SNAKE, KV_FUSED)),  # consumer warpgroup 0
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, KV_FUSED)),  # consumer warpgroup 1
+                              BALANCE, SNAKE, KV_FUSED)),  # consumer warpgroup 1
                  (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
                               q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
-                              BLOCK_N, NUM_CONSUMERS, BALANCE, KV_FUSED))],  # the producer warp
+                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED))],  # the producer warp
                 [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
         else:  # three consumer warpgroups (FlashAttention-3's choice at d = 64), fewer registers each
             gl.warp_specialize(
                 [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, KV_FUSED)),
+                              BALANCE, SNAKE, KV_FUSED)),
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, KV_FUSED)),
+                              BALANCE, SNAKE, KV_FUSED)),
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 2, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, KV_FUSED)),
+                              BALANCE, SNAKE, KV_FUSED)),
                  (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
                               q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
-                              BLOCK_N, NUM_CONSUMERS, BALANCE, KV_FUSED))],
+                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED))],
                 [4, 4, 1], [CONSUMER_REGS_3, CONSUMER_REGS_3, PRODUCER_REGS])
     else:  # one work item per program, both warpgroups in step, copies issued here
         bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE, BLOCK_M, BLOCK_N)
@@ -460,10 +463,10 @@ def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=
                  "n_ctx": "i32", "n_bh": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
                  "STAGES": "constexpr", "CAUSAL": "constexpr", "WARP_SPEC": "constexpr",
                  "PINGPONG": "constexpr", "OVERLAP": "constexpr", "NUM_CONSUMERS": "constexpr",
-                 "BALANCE": "constexpr", "KV_FUSED": "constexpr"}
+                 "BALANCE": "constexpr", "SNAKE": "constexpr", "KV_FUSED": "constexpr"}
     constexprs = {"HEAD_DIM": head_dim, "BLOCK_N": block_n, "STAGES": stages, "CAUSAL": causal,
                   "WARP_SPEC": warp_spec, "PINGPONG": pingpong and warp_spec, "OVERLAP": overlap,
-                  "NUM_CONSUMERS": consumers if warp_spec else 2, "BALANCE": balance,
+                  "NUM_CONSUMERS": consumers if warp_spec else 2, "BALANCE": balance, "SNAKE": balance,
                   "KV_FUSED": kv_fused and warp_spec}
     src = GluonASTSource(fa3_fwd_kernel, signature, constexprs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
