@@ -108,12 +108,14 @@ CHOICES = (
     (64, False, 1024, Variant(stages=2, pingpong=False)),
     (64, False, 4096, Variant(consumers=3, stages=3, pingpong=False)),
     (64, False, None, Variant(consumers=3, stages=3)),
-    (64, True, 1024, Variant(stages=2, balance=True)),
-    (64, True, None, Variant(stages=2, pingpong=False, persistent=False)),
-    (128, False, None, Variant()),
-    (128, True, 1024, Variant(persistent=False)),
-    (128, True, 4096, Variant(pingpong=False, balance=True)),
-    (128, True, None, Variant(persistent=False)),
+    (64, True, 1024, Variant(stages=2, snake=True)),
+    (64, True, 4096, Variant(stages=2, pingpong=False, snake=True)),
+    (64, True, None, Variant(stages=2, balance=True)),
+    (128, False, 1024, Variant()),
+    (128, False, None, Variant(pingpong=False)),
+    (128, True, 1024, Variant(pingpong=False, snake=True)),
+    (128, True, 4096, Variant(snake=True)),
+    (128, True, None, Variant(pingpong=False, persistent=False)),
 )
 
 
