@@ -4,6 +4,7 @@
         --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \\
         --csv --page raw python3 bench/fa3_ncu.py [--shapes d,N,causal ...] > fa3_ncu.csv
     python3 bench/fa3_ncu.py --trim fa3_ncu.csv --out bench/results/fa3_ncu.json [--shapes ...] [--command ...]
+    python3 bench/fa3_ncu.py --markdown bench/results/fa3_ncu.json      # FA3.md's table
 
 bf16, the benchmark's shapes: for each shape, our FlashAttention-3 forward (in the variant
 flash_fa3.choose picks for it) and then cuDNN's. ``--trim`` turns ncu's raw CSV (one row per
@@ -97,13 +98,33 @@ def trim(csv_path, shapes, command):
             "kernels": out}
 
 
+def markdown(record):
+    """FA3.md's table of a profile record: time and the pipes and stalls Episode 5 quotes."""
+    cols = [("time (µs)", "gpu__time_duration.sum", 1e-3, "{:.0f}"),
+            ("tensor pipe", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 1, "{:.1f}%"),
+            ("MUFU (exp2)", "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", 1, "{:.1f}%"),
+            ("issue slots busy", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1, "{:.1f}%"),
+            ("barrier stalls / issue", "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", 1, "{:.2f}"),
+            ("long-scoreboard stalls / issue",
+             "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", 1, "{:.2f}")]
+    out = ["| kernel | " + " | ".join(c[0] for c in cols) + " |", "|---|" + "---|" * len(cols)]
+    for k in record["kernels"]:
+        out.append(f"| {k['label']} | " + " | ".join(fmt.format(k[m]["value"] * scale) for _, m, scale, fmt in cols) + " |")
+    return "\n".join(out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="*", default=DEFAULT_SHAPES, help="d,N,causal (causal 0 or 1)")
     parser.add_argument("--trim", metavar="CSV", help="write the record from ncu's raw CSV instead of launching")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "fa3_ncu.json"))
     parser.add_argument("--command", default="", help="the ncu command line, kept in the record")
+    parser.add_argument("--markdown", metavar="JSON", help="print FA3.md's table from a profile record")
     args = parser.parse_args()
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f)))
+        return
     shapes = parse_shapes(args.shapes)
     if args.trim:
         with open(args.out, "w") as f:

@@ -9,6 +9,7 @@ checked on a Hopper GPU by tests/test_flash_fa3_gpu.py.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import pathlib
@@ -154,10 +155,31 @@ def _generated(text, marker):
     return text[start:text.index("<!-- end generated table -->", start)].strip()
 
 
+def test_choice_table_is_the_sweeps_rule():
+    """flash_fa3.CHOICES is what bench/fa3_h200_variants.py's rule picks from the recorded sweep
+    (the fastest candidate that passed its float64 check, per head dim, mask and N)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import fa3_h200_variants as sweep
+    finally:
+        sys.path.pop(0)
+    record = json.loads((ROOT / "bench" / "results" / "fa3_h200_variants.json").read_text(encoding="utf-8"))
+    want = [(d, c, n_max, flash_fa3.Variant(**kw)) for d, c, n_max, kw in sweep.choices(record)]
+    assert list(flash_fa3.CHOICES) == want
+    for row in record["rows"]:  # every shape's choice passed its check in that run
+        name = sweep.best(row)
+        assert row["fwd"][name]["check"]["ok"], (row["d"], row["n"], row["causal"], name)
+        assert flash_fa3.choose(row["d"], row["causal"], row["n"]) == flash_fa3.Variant(**row["fwd"][name]["variant"])
+
+
 @pytest.mark.parametrize("marker, script, record", [
     ("triton_h200.py --markdown-fa3", "triton_h200.py", "triton_h200.json"),
     ("fa3_h200.py --markdown bench/results/fa3_h200.json", "fa3_h200.py", "fa3_h200.json"),
     ("fa3_h200.py --markdown bench/results/fa3_h200_persistent.json", "fa3_h200.py", "fa3_h200_persistent.json"),
+    ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants_run4.json", "fa3_h200_variants.py",
+     "fa3_h200_variants_run4.json"),
+    ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants.json", "fa3_h200_variants.py",
+     "fa3_h200_variants.json"),
 ])
 def test_fa3_md_tables_are_the_records(marker, script, record):
     """bench/FA3.md's tables are generated from the recorded H200 runs, never typed."""
