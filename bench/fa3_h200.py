@@ -21,7 +21,8 @@ persistently (one program per SM, the default) and one program per work item, ag
 (all in one run), and writes fa3_h200_persistent.json.
 Each ablation starts from the variant flash_fa3.choose picks for the shape (recorded in the row
 as ``variant``) and sets the flags above on it; without warp specialisation the launch is one
-program per work item with two warpgroups.
+program per work item with two warpgroups. (The recorded fa3_h200.json is older, run 2 of
+bench/FA3.md: every variant there is two warpgroups, one program per work item.)
 """
 
 from __future__ import annotations

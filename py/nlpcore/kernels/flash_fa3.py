@@ -13,6 +13,7 @@ Usage::
 
     o, lse = forward(q, k, v, causal=False)          # (B, H, N, d) each; o (B, H, N, d), lse (B, H, N)
     forward(q, k, v, warp_spec=False)                 # the ablations of bench/fa3_h200.py
+    forward(q, k, v, variant=Variant(consumers=3))    # a launch variant (default: choose(d, causal, N))
     o = attention(q, k, v, causal=True)               # autograd: this forward, flash_triton's backward
 
 This module has a forward only: ``attention``'s backward is ``flash_triton.backward`` on the

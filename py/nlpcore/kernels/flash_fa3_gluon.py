@@ -17,20 +17,21 @@ this kernel so that their worth can be measured (bench/fa3_h200.py):
     consumers arrive when their products have read it). Consumer warpgroups never touch a
     global address. With the flag off, one 8-warp program issues its own copies (prefetching
     ``STAGES`` tiles ahead, as FlashAttention-2 with TMA would) and computes all 128 rows.
-``PINGPONG`` — two consumer warpgroups, 64 query rows each, take turns (FA3 §3.1, Figure 1):
-    a pair of mbarriers passes a token so that warpgroup 1 issues its matrix products while
-    warpgroup 0 does its softmax, and the other way round.
+``PINGPONG`` — the consumer warpgroups (two, or three), 64 query rows each, take turns (FA3
+    §3.1, Figure 1): a ring of mbarriers passes a token so that one warpgroup issues its matrix
+    products while the others do their softmax.
 ``OVERLAP`` — inside one warpgroup, the softmax of tile j runs while the tensor cores compute
     QKⱼ₊₁ᵀ and P V of tile j (FA3 §3.2, Figure 2; Algorithm 2): products are issued
     asynchronously (``wgmma`` with ``is_async=True``) and waited for only when needed.
 
-A work item is 128 query rows of one head (64 per consumer). The grid is either one program
-per item or, with WARP_SPEC, persistent: one program per SM that takes items pid, pid + P, ...;
-the ring positions and barrier phases then carry on from item to item, Q has its own "empty"
-barrier and O its own shared tile, so the next item's loads start during this one's epilogue
-(flash_fa3 picks the launch; bench/FA3.md has what each buys). On the H200 (bench/FA3.md):
-618-667 TFLOP/s at d = 128, N = 16384 across four runs; warp specialisation is worth +20-26%, the overlap
-+5-6% at d = 128, ping-pong +2% at most.
+A work item is 64 query rows of one head per consumer warpgroup: 128 rows with two consumers,
+192 with three (``NUM_CONSUMERS``; FlashAttention-3 uses three at d = 64). The grid is either
+one program per item or, with WARP_SPEC, persistent: one program per SM that takes its items
+in rounds (``_n_items``, ``_item``; with SNAKE odd rounds are dealt in reverse, which evens out
+causal items of unequal cost); the ring positions and barrier phases then carry on from item
+to item, Q has its own "empty" barrier and O its own shared tile, so the next item's loads
+start during this one's epilogue. Which launch runs at which shape is flash_fa3.CHOICES,
+measured on the H200; bench/FA3.md has what each technique and launch buys.
 
 Per consumer warpgroup, with the overlap (S = scores, P = probabilities, O = accumulator)::
 
