@@ -178,20 +178,26 @@ const shapeText = (r) => `d = ${r.d}, N = ${r.n}${r.causal ? ", causal" : ""}`;
 
 // The sweep the per-shape variants were chosen from: for each shape, the fastest candidate that
 // passed the float64 check, against the previous default and cuDNN (same run).
-function variantsSentence(rec) {
+function variantsTable(rec) {
   const fastest = (row) => {
     const ok = Object.entries(row.fwd).filter(([n, r]) => n !== "cudnn" && r.check && r.check.ok);
     return ok.reduce((a, b) => (b[1].ms < a[1].ms ? b : a));
   };
-  const moved = rec.rows.filter((r) => !r.error).map((r) => {
+  const x = (r, row) => `${(r.tflops / tf(row, "cudnn")).toFixed(2)}×`;
+  const rows = rec.rows.filter((r) => !r.error).map((r) => {
     const [name, best] = fastest(r);
-    const old = r.fwd[r.old_default];
-    return `${shapeText(r)}: ${(old.tflops / tf(r, "cudnn")).toFixed(2)}× → ` +
-      `${(best.tflops / tf(r, "cudnn")).toFixed(2)}× (${describe(name)})`;
+    return el("tr", {}, el("td", { text: shapeText(r) }), el("td", { text: x(r.fwd[r.old_default], r) }),
+      el("td", { text: describe(name) }), el("td", { text: x(best, r) }));
   });
   const n = rec.rows.reduce((acc, r) => acc + Object.keys(r.fwd || {}).length - 1, 0);
-  return `The variant for each shape was chosen from ${n} checked candidates timed beside cuDNN in one run ` +
-    `(${rec.env.date_utc}); previous default → fastest, as × cuDNN: ${moved.join("; ")}.`;
+  const head = el("tr", {}, ...["shape", "previous launch, × cuDNN", "chosen variant", "chosen, × cuDNN"].map((t) => el("th", { text: t })));
+  const table = el("table", { class: "peaks fa3-table", "data-testid": "fa3-variants-table" },
+    el("caption", { text: `The variant for each shape, chosen from ${n} checked candidates timed beside cuDNN in ` +
+      `one run on an ${rec.env.gpu} (${rec.env.date_utc}); forward speed as a multiple of cuDNN's. ` +
+      "The benchmark run below measures each chosen variant again, minutes later; where the two differ, " +
+      `that is the spread between runs (bench/FA3.md). Source: ${RECORDS.variants}` }),
+    el("thead", {}, head), el("tbody", {}, ...rows));
+  return el("div", { class: "table-scroll" }, table);
 }
 
 // One clause per profiled shape: our kernel against cuDNN's, from the same ncu run.
@@ -230,7 +236,7 @@ async function main() {
       const before = await readJson(RECORDS.variantsBefore);
       document.getElementById("fa3-standing").textContent = `${standing(rec)} ${worstShape(rec, before)}`;
     }, [document.getElementById("fa3-standing")]],
-    [RECORDS.variants, (rec) => { document.getElementById("fa3-variants").textContent = variantsSentence(rec); },
+    [RECORDS.variants, (rec) => { document.getElementById("fa3-variants").replaceChildren(variantsTable(rec)); },
       [document.getElementById("fa3-variants")]],
     [RECORDS.ncu, (rec) => { document.getElementById("fa3-ncu").textContent = ncuSentence(rec); },
       [document.getElementById("fa3-ncu")]],

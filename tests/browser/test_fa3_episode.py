@@ -34,6 +34,7 @@ def test_episode_5_is_drawn_from_the_records(page, site_url):
     sweep = json.loads((RESULTS / "fa3_h200_variants.json").read_text())
     n_candidates = sum(len(r["fwd"]) - 1 for r in sweep["rows"])
     assert "from %d checked candidates" % n_candidates in page.inner_text("[data-testid=fa3-variants]")
+    assert page.locator("[data-testid=fa3-variants-table] tbody tr").count() == len(sweep["rows"])
     ncu = json.loads((RESULTS / "fa3_ncu.json").read_text())
     ours = next(k for k in ncu["kernels"] if k["label"].startswith("fa3 "))
     text = page.inner_text("[data-testid=fa3-ncu]")
