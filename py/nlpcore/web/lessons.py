@@ -25,6 +25,7 @@ from typing import Any, Dict
 
 from .. import claims, hardware, measured
 from ..kernels import flash_wgsl_int8, io_model, tiling
+from . import fa3_numbers
 
 CELL_LIMITS = {
     "fa2": {"n": 65536, "d": 256, "sram": 1048576, "bh": 4096, "warps": 16},
@@ -202,6 +203,7 @@ def page_numbers() -> dict:
     out["h200_d128_traffic_ratio"] = ("%.1f" % (base["hbm_gb"] / ours["hbm_gb"])
                                       if base and ours and base["hbm_gb"] and ours["hbm_gb"] else "not recorded")
     out.update(int8_tier_numbers())
+    out.update(fa3_numbers.page_numbers())  # Episode 5's measured sentences
     return out
 
 
