@@ -29,6 +29,11 @@ def test_episode_5_is_drawn_from_the_records(page, site_url):
     standing = json.loads((RESULTS / "fa3_h200_persistent.json").read_text())
     top = next(r for r in standing["rows"] if r["d"] == 128 and r["n"] == 16384 and not r["causal"])
     assert "%.0f TFLOP/s" % top["fwd"]["full"]["tflops"] in page.inner_text("[data-testid=fa3-standing]")
-    assert "exp2 unit" in page.inner_text("[data-testid=fa3-ncu]")
+    ncu = page.inner_text("[data-testid=fa3-ncu]")
+    assert "XU pipe" in ncu and "exp2 unit" not in ncu  # the metric counts all special functions and conversions
+    assert "grid (32, 128, 1)" in ncu  # the profiled launch is stated, read from fa3_ncu.json
+    tuned = ablation["tuned"]["(128, 'torch.bfloat16', False, True, True, True, 15)"]["config (BLOCK_N, STAGES)"]
+    assert page.inner_text("#fa3-timeline-what").startswith("One 128×%d key tile per SM" % tuned[0])
+    assert "Schematic" in labels
     assert page.locator("#ep5 [data-claim^=fa3-]").count() >= 5  # stamped from nlpcore.claims
     assert page.locator("#src-shah2024").count() == 1
