@@ -65,9 +65,10 @@ function ablationTable(rec) {
   return el("div", { class: "table-scroll" }, table);  // js/scroll-box.js makes it keyboard-scrollable
 }
 
-// The full kernel's work item at a row, as the record names it: its variant table (consumers, block_n)
-// or, in older records, the autotuned (BLOCK_N, STAGES) of the full kernel with two consumers.
+// The full kernel's work item at a row, as the record names it: the row's variant or the record's variant
+// table (consumers, block_n), or, in older records, the autotuned (BLOCK_N, STAGES) with two consumers.
 function tileOf(rec, row) {
+  if (row.variant) return { m: WG_ROWS * row.variant.consumers, n: row.variant.block_n };
   const mask = row.causal ? "True" : "False";
   const choice = Object.entries(rec.choices || {}).find(([k]) => k.startsWith(`d=${row.d} causal=${mask} `));
   if (choice) return { m: WG_ROWS * choice[1].consumers, n: choice[1].block_n };

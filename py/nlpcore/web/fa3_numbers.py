@@ -97,8 +97,10 @@ def _shapes(shapes: Sequence[Shape], ratios: Optional[Dict[Shape, float]] = None
 
 def standing_text(record: dict) -> str:
     """Where the default launch stands against cuDNN on ``claims.FA3_STANDING_ROWS``."""
-    ratio = {s: claims.resolve(record, claims.fa3_key(*s, claims.FA3_DEFAULT_LAUNCH[s[2]]))
-             / claims.resolve(record, claims.fa3_key(*s, "cudnn")) for s in claims.FA3_STANDING_ROWS}
+    ours = {s: claims.fa3_key(*s, claims.FA3_DEFAULT_LAUNCH[s[2]], claims.FA3_STANDING_LIST)
+            for s in claims.FA3_STANDING_ROWS}
+    ratio = {s: claims.resolve(record, ours[s]) / claims.resolve(record, claims.fa3_key(*s, "cudnn", claims.FA3_STANDING_LIST))
+             for s in claims.FA3_STANDING_ROWS}
     order = sorted(ratio, key=lambda s: -ratio[s])
     ahead = [s for s in order if ratio[s] >= 1.0]
     close = [s for s in order if CLOSE <= ratio[s] < 1.0]
