@@ -20,8 +20,8 @@ this kernel so that their worth can be measured (bench/fa3_h200.py):
 ``PINGPONG`` — two consumer warpgroups, 64 query rows each, take turns (FA3 §3.1, Figure 1):
     a pair of mbarriers passes a token so that warpgroup 1 issues its matrix products while
     warpgroup 0 does its softmax, and the other way round.
-``OVERLAP`` — inside one warpgroup, the softmax of tile j runs while the tensor cores compute
-    QKⱼ₊₁ᵀ and P V of tile j (FA3 §3.2, Figure 2; Algorithm 2): products are issued
+``OVERLAP`` — inside one warpgroup, QKⱼᵀ and P Vⱼ₋₁ are issued together and the softmax of tile
+    j runs while P Vⱼ₋₁ is still on the tensor cores (FA3 §3.2, Figure 2; Algorithm 2): products are issued
     asynchronously (``wgmma`` with ``is_async=True``) and waited for only when needed.
 
 A work item is 128 query rows of one head (64 per consumer). The grid is either one program
