@@ -28,7 +28,7 @@ DEFAULT_SHAPES = ["64,4096,1", "128,16384,0"]  # where d = 64 trails cuDNN most;
 METRICS = [
     "gpu__time_duration.sum",
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",  # tensor cores
-    "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",  # MUFU: exp2
+    "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",  # XU pipe: special functions (exp2) and conversions
     "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
     "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
     "smsp__issue_active.avg.pct_of_peak_sustained_active",  # issue slots busy
@@ -102,7 +102,7 @@ def markdown(record):
     """FA3.md's table of a profile record: time and the pipes and stalls Episode 5 quotes."""
     cols = [("time (µs)", "gpu__time_duration.sum", 1e-3, "{:.0f}"),
             ("tensor pipe", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 1, "{:.1f}%"),
-            ("MUFU (exp2)", "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", 1, "{:.1f}%"),
+            ("XU pipe (exp2, conversions), % of peak issue", "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", 1, "{:.1f}%"),
             ("issue slots busy", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1, "{:.1f}%"),
             ("barrier stalls / issue", "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", 1, "{:.2f}"),
             ("long-scoreboard stalls / issue",

@@ -3,7 +3,9 @@
  * copies into the site — bench/results/fa3_h200.json (the ablations), triton_h200.json (the
  * default variant against cuDNN, one run), fa3_h200_variants.json (the candidates each shape's
  * variant was chosen from) and fa3_ncu.json (hardware counters). Nothing here is typed from a
- * result; the only constants are the published rates named below. */
+ * result; the only constants are the published rates named below and the kernel's warpgroup
+ * height. The figure's lanes are a schematic (labelled so on the page): their period is
+ * measured, the lengths inside it modelled from the two published rates. */
 
 import { el } from "./dom.js";
 
@@ -17,7 +19,7 @@ const RECORDS = {
 // FlashAttention-3's special-function rate (claim fa3-exp-throughput): 16 exponentials per SM
 // per clock at 1830 MHz, the H100 SXM5's clock in the paper's footnote (same SMs as the H200).
 const EXP_PER_SM_PER_S = 16 * 1830e6;
-const TILE = 128; // the kernel's work item: 128 query rows against a 128-key tile
+const WG_ROWS = 64; // query rows per consumer warpgroup (wgmma's M); a work item has one per consumer
 // [record key, table heading, figure label]
 const VARIANTS = [
   ["none", "none of the three (FlashAttention-2's loop on wgmma + TMA)", "none (FA2's loop)"],
@@ -60,22 +62,39 @@ function ablationTable(rec) {
   });
   const table = el("table", { class: "peaks fa3-table", "data-testid": "fa3-ablation-table" },
     el("caption", { text: `Forward TFLOP/s on an ${rec.env.gpu}, bf16, one run (${rec.env.date_utc}); every ` +
-      "variant passed the float64 check first. Best of ours in bold. Source: " + RECORDS.ablation }),
+      "variant of ours passed the float64 check first (cuDNN's column is timed, not checked). Best of ours in " +
+      "bold. Source: " + RECORDS.ablation }),
     el("thead", {}, head), el("tbody", {}, ...body));
   return el("div", { class: "table-scroll" }, table);  // js/scroll-box.js makes it keyboard-scrollable
 }
 
-// Per SM, microseconds per 128×128 key tile, for one non-causal row of the record.
-function perTile(row, name, sms) {
-  const tiles = row.batch * row.heads * (row.n / TILE) ** 2;
+// The full kernel's work item at a row, as the record names it: the row's variant or the record's variant
+// table (consumers, block_n), or, in older records, the autotuned (BLOCK_N, STAGES) with two consumers.
+function tileOf(rec, row) {
+  if (row.variant) return { m: WG_ROWS * row.variant.consumers, n: row.variant.block_n };
+  const mask = row.causal ? "True" : "False";
+  const choice = Object.entries(rec.choices || {}).find(([k]) => k.startsWith(`d=${row.d} causal=${mask} `));
+  if (choice) return { m: WG_ROWS * choice[1].consumers, n: choice[1].block_n };
+  const key = `(${row.d}, 'torch.bfloat16', ${mask}, True, True, True, ${Math.floor(Math.log2(row.n)) + 1})`;
+  const tuned = (rec.tuned || {})[key];
+  if (tuned) return { m: 2 * WG_ROWS, n: tuned["config (BLOCK_N, STAGES)"][0] };
+  throw new Error(`the record names no tile for d = ${row.d}, N = ${row.n}`);
+}
+
+// Per SM, microseconds per key tile of a work item, for one row of the record.
+function perTile(row, tile, name, sms) {
+  const tiles = row.batch * row.heads * Math.ceil(row.n / tile.m) * Math.ceil(row.n / tile.n);
   return (row.fwd[name].ms * 1e3 * sms) / tiles;
 }
 
 function timeline(rec, peakTflops, sms) {
   const row = rec.rows.find((r) => r.d === 128 && r.n === 16384 && !r.causal);
-  const gemm = ((4 * TILE * TILE * row.d) / ((peakTflops * 1e12) / sms)) * 1e6; // QKᵀ and PV at peak
-  const exps = ((TILE * TILE) / EXP_PER_SM_PER_S) * 1e6; // 128×128 exponentials
-  const bars = VARIANTS.map(([name, , label]) => ({ name, label, us: perTile(row, name, sms) }));
+  const tile = tileOf(rec, row);
+  const gemm = ((4 * tile.m * tile.n * row.d) / ((peakTflops * 1e12) / sms)) * 1e6; // QKᵀ and PV at peak
+  const exps = ((tile.m * tile.n) / EXP_PER_SM_PER_S) * 1e6; // one exponential per score
+  const bars = VARIANTS.map(([name, , label]) => ({ name, label, us: perTile(row, tile, name, sms) }));
+  document.getElementById("fa3-timeline-what").textContent = `One ${tile.m}×${tile.n} key tile per SM (the ` +
+    `record's tile), d = ${row.d}, N = ${row.n}, ${rec.dtype}, on the ${rec.env.gpu}`;
   const W = 720, left = 150, right = 60, barH = 18, gap = 8;
   const longest = Math.max(...bars.map((b) => b.us));
   const x = (us) => left + ((W - left - right) * us) / longest;
@@ -101,7 +120,7 @@ function timeline(rec, peakTflops, sms) {
     root.append(svg("text", { x: x(b.us) + 4, y: y + barH - 5, "font-size": 12 }, `${b.us.toFixed(2)} µs`));
   });
   root.append(svg("text", { x: left, y: lanesTop - 12, "font-size": 12, "font-weight": 700 },
-    `The full kernel's warps over three tiles (period ${bars[4].us.toFixed(2)} µs, measured)`));
+    `Schematic: the full kernel's warps over three tiles (period ${bars[4].us.toFixed(2)} µs, measured)`));
   const full = bars[4].us;
   const xs = (us) => left + ((W - left - right) * us) / (3 * full);
   const lanes = [["producer warp", []], ["consumer warpgroup 0", []], ["consumer warpgroup 1", []], ["tensor cores", []]];
@@ -128,7 +147,7 @@ function timeline(rec, peakTflops, sms) {
   root.append(svg("text", { x: left, y: H - 24, "font-size": 11, fill: "#555555" },
     `dark: QKᵀ and PV at the ${peakTflops} TFLOP/s dense peak, ${gemm.toFixed(2)} µs per tile;`));
   root.append(svg("text", { x: left, y: H - 8, "font-size": 11, fill: "#555555" },
-    `hatched: 128×128 exponentials at 16 per SM per clock, ${exps.toFixed(2)} µs; light: the rest of the measured time`));
+    `hatched: ${tile.m}×${tile.n} exponentials at 16 per SM per clock, ${exps.toFixed(2)} µs; light: the rest of the measured time`));
   return root;
 }
 
@@ -201,7 +220,7 @@ function variantsTable(rec) {
 }
 
 // One clause per profiled shape: our kernel against cuDNN's, from the same ncu run.
-function ncuSentence(rec) {
+function ncuSentence(rec, sms) {
   const TENSOR = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active";
   const XU = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active";
   const ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active";
@@ -209,17 +228,24 @@ function ncuSentence(rec) {
   const TIME = "gpu__time_duration.sum";
   const v = (kern, metric) => kern[metric].value;
   const pct = (kern, metric) => `${v(kern, metric).toFixed(0)}%`;
+  const launch = (kern) => (kern.grid.replace(/[()\s]/g, "").split(",").reduce((a, b) => a * Number(b), 1) <= sms
+    ? "one program per SM" : "one program per work item") + `, grid ${kern.grid}`;
+  const ours0 = rec.kernels.find((k) => k.label.startsWith("fa3 "));
+  const theirs0 = ours0 && rec.kernels.find((k) => k.label === `cudnn ${ours0.label.slice(4)}`);
   const clauses = rec.kernels.filter((k) => k.label.startsWith("fa3 ")).map((ours) => {
     const shape = ours.label.slice(4);
     const theirs = rec.kernels.find((k) => k.label === `cudnn ${shape}`);
     return `at ${shape.replace("d=", "d = ").replace(" N=", ", N = ").replace(" causal", ", causal")} ours takes ` +
-      `${(v(ours, TIME) / 1e3).toFixed(0)} µs and cuDNN ${(v(theirs, TIME) / 1e3).toFixed(0)} µs; the exp2 unit ` +
-      `is busy ${pct(ours, XU)} of the time and the tensor cores ${pct(ours, TENSOR)} (cuDNN: ${pct(theirs, XU)} ` +
-      `and ${pct(theirs, TENSOR)}), but our warps issue in ${pct(ours, ISSUE)} of cycles (cuDNN's in ` +
-      `${pct(theirs, ISSUE)}) and stall at barriers ${(v(ours, BAR) / v(theirs, BAR)).toFixed(1)}× as often`;
+      `${(v(ours, TIME) / 1e3).toFixed(0)} µs and cuDNN ${(v(theirs, TIME) / 1e3).toFixed(0)} µs; the XU pipe ` +
+      `(special functions such as exp2, and conversions) issues at ${pct(ours, XU)} of its peak rate and the ` +
+      `tensor pipe is active ${pct(ours, TENSOR)} of cycles (cuDNN: ${pct(theirs, XU)} and ${pct(theirs, TENSOR)}), ` +
+      `but our warps issue in ${pct(ours, ISSUE)} of cycles (cuDNN's in ${pct(theirs, ISSUE)}) and ` +
+      `${(v(ours, BAR) / v(theirs, BAR)).toFixed(1)}× as many of them are stalled at a barrier per issued instruction`;
   });
-  return clauses.join("; ") + " — the warpgroup-wide sync that precedes each of the three mbarrier " +
-    "hand-overs per key tile (K slot, V slot, ping-pong token).";
+  return clauses.join("; ") + " — most likely (the profile does not attribute it) at the warpgroup bar.sync " +
+    "that our kernel's PTX places before each single-thread mbarrier arrive, three hand-overs per key tile " +
+    "(K slot, V slot, ping-pong token)." +
+    (ours0 && theirs0 ? ` (Profiled launches: ours ${launch(ours0)}; cuDNN ${launch(theirs0)}.)` : "");
 }
 
 async function main() {
@@ -238,7 +264,7 @@ async function main() {
     }, [document.getElementById("fa3-standing")]],
     [RECORDS.variants, (rec) => { document.getElementById("fa3-variants").replaceChildren(variantsTable(rec)); },
       [document.getElementById("fa3-variants")]],
-    [RECORDS.ncu, (rec) => { document.getElementById("fa3-ncu").textContent = ncuSentence(rec); },
+    [RECORDS.ncu, (rec) => { document.getElementById("fa3-ncu").textContent = ncuSentence(rec, sms); },
       [document.getElementById("fa3-ncu")]],
   ];
   await Promise.all(jobs.map(async ([path, draw, targets]) => {

@@ -38,6 +38,10 @@ def test_episode_5_is_drawn_from_the_records(page, site_url):
     ncu = json.loads((RESULTS / "fa3_ncu.json").read_text())
     ours = next(k for k in ncu["kernels"] if k["label"].startswith("fa3 "))
     text = page.inner_text("[data-testid=fa3-ncu]")
-    assert "exp2 unit" in text and "%.0f µs" % (ours["gpu__time_duration.sum"]["value"] / 1e3) in text
+    assert "XU pipe" in text and "exp2 unit" not in text and "%.0f µs" % (ours["gpu__time_duration.sum"]["value"] / 1e3) in text
+    assert "grid %s" % ours["grid"] in text  # the profiled launch is stated, read from fa3_ncu.json
+    tuned = ablation["tuned"]["(128, 'torch.bfloat16', False, True, True, True, 15)"]["config (BLOCK_N, STAGES)"]
+    assert page.inner_text("#fa3-timeline-what").startswith("One 128×%d key tile per SM" % tuned[0])
+    assert "Schematic" in labels
     assert page.locator("#ep5 [data-claim^=fa3-]").count() >= 5  # stamped from nlpcore.claims
     assert page.locator("#src-shah2024").count() == 1

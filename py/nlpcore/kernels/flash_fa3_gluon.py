@@ -20,8 +20,8 @@ this kernel so that their worth can be measured (bench/fa3_h200.py):
 ``PINGPONG`` — the consumer warpgroups (two, or three), 64 query rows each, take turns (FA3
     §3.1, Figure 1): a ring of mbarriers passes a token so that one warpgroup issues its matrix
     products while the others do their softmax.
-``OVERLAP`` — inside one warpgroup, the softmax of tile j runs while the tensor cores compute
-    QKⱼ₊₁ᵀ and P V of tile j (FA3 §3.2, Figure 2; Algorithm 2): products are issued
+``OVERLAP`` — inside one warpgroup, QKⱼᵀ and P Vⱼ₋₁ are issued together and the softmax of tile
+    j runs while P Vⱼ₋₁ is still on the tensor cores (FA3 §3.2, Figure 2; Algorithm 2): products are issued
     asynchronously (``wgmma`` with ``is_async=True``) and waited for only when needed.
 
 A work item is 64 query rows of one head per consumer warpgroup: 128 rows with two consumers,

@@ -74,11 +74,11 @@ S_TILE = 2048
 matrices only into constant-length workgroup arrays), so Br·Bc <= S_TILE."""
 
 UNROLL_BLOCK = 28
-"""Largest Bc the tiers' plans choose. Measured on the H200 (bench/results/webgpu_h200.json,
-probe of the tiers): the same d = 64 kernel ran at 19 TFLOP/s with Bc = 28 and 3.5 with Bc = 32
-(float16 with Bc = 64: 2.8); Bc 8 to 28 were within 5 % of each other in
-webgpu_h200_tuning.json. Likely the driver unrolls the loop over a tile's keys, four at a
-time, fully from 8 steps on and runs out of registers (not confirmed: no disassembly)."""
+"""Largest Bc the tiers' plans choose. Recorded on the H200: Bc 8 to 28 were within 5 % of each
+other at Br = 128 and 16 heads (webgpu_h200_tuning.json, rows "tiled 128x1x8/16/28"). Tiles of
+32 keys and more were much slower in a probe of the tiers whose numbers were not recorded (no
+row of webgpu_h200.json has Bc >= 32). Likely the driver unrolls the loop over a tile's keys,
+four at a time, fully from 8 steps on and runs out of registers (not confirmed: no disassembly)."""
 
 MMA_M, MMA_N, MMA_K = 16, 16, 32
 """The int8 tier's subgroup-matrix shape: 16 query rows x 16 keys per result, 32 head dims per
