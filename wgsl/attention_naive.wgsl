@@ -61,16 +61,7 @@ var<workgroup> partial: array<f32, WG>;
 var<workgroup> row_max: f32;
 var<workgroup> row_sum: f32;
 
-fn allowed(b: u32, qi: u32, kj: u32) -> bool {
-  if (params.causal != 0u && kj > qi) {
-    return false;
-  }
-  if (params.has_mask != 0u) {
-    let bit = b * params.mask_batch_stride + qi * params.mask_row_stride + kj;
-    return ((mask_bits[bit / 32u] >> (bit % 32u)) & 1u) != 0u;
-  }
-  return true;
-}
+// #include flash_fwd.wgsl allowed
 
 // S[b, qi, kj] = scale · q_i·k_j, or MASKED_SCORE where the pair is masked.
 @compute @workgroup_size(WG)
