@@ -83,11 +83,13 @@ const MASKED_SCORE: f32 = -1.0e30;
 // vec4 slots of q (and of o) one lane holds in registers: 64 floats.
 const CHUNK4: u32 = 16u;
 
+// --- sizes begin ---
 override BR: u32;
 override BC: u32;
 override D: u32;
 override DV: u32;
 override KS: u32;
+// --- sizes end ---
 override SPART: u32;
 // --- overrides end ---
 
@@ -154,6 +156,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     j_end = min(t_c, ceil_div(q0 + rows, BC));
   }
   // --- key tiles end ---
+  // --- tile start begin ---
   for (var j = 0u; j < j_end; j++) {
     workgroupBarrier();                    // everyone is done with the previous K_j, V_j
     let k0 = j * BC;
@@ -174,6 +177,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       v_tile[e] = load_v4((b * params.n_k + k0 + c) * DV + col, nv);
     }
     workgroupBarrier();
+  // --- tile start end ---
 
     // KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile, into s_part
     // (KS is an override, so this branch, and the barrier in it, is uniform).

@@ -74,11 +74,7 @@ const QWG: u32 = 64u;
 // plan keeps BR·BC within it (tiling.S_TILE).
 const S_TILE: u32 = 2048u;
 
-override BR: u32;
-override BC: u32;
-override D: u32;
-override DV: u32;
-override KS: u32;
+// #include flash_fwd.wgsl sizes
 
 // #include flash_fwd.wgsl params
 

@@ -33,11 +33,7 @@ const CHUNK4: u32 = 16u;
 // vec4 slots of q and of o one invocation holds per row: 32 floats, for each of its two rows.
 const HALF4: u32 = 8u;
 
-override BR: u32;
-override BC: u32;
-override D: u32;
-override DV: u32;
-override KS: u32;
+// #include flash_fwd.wgsl sizes
 
 // #include flash_fwd.wgsl params
 
@@ -77,30 +73,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var l_a = 0.0;
   var l_b = 0.0;
 
-  let t_c = ceil_div(params.n_k, BC);
-  var j_end = t_c;
-  if (params.causal != 0u) {
-    j_end = min(t_c, ceil_div(q0 + rows, BC));
-  }
-  for (var j = 0u; j < j_end; j++) {
-    workgroupBarrier();                    // everyone is done with the previous K_j, V_j
-    let k0 = j * BC;
-    let cols = min(BC, params.n_k - k0);   // Bc, or fewer in the ragged last tile
-
-    // Stage K_j and V_j as flash_fwd.wgsl does.
-    for (var e = t; e < BC * width; e += BR * KS) {
-      let c = e / width;
-      let col = (e % width) * 4u;
-      var nk = 0u;
-      var nv = 0u;
-      if (c < cols) {
-        nk = present(col, D);
-        nv = present(col, DV);
-      }
-      k_tile[e] = load_k4((b * params.n_k + k0 + c) * D + col, nk);
-      v_tile[e] = load_v4((b * params.n_k + k0 + c) * DV + col, nv);
-    }
-    workgroupBarrier();
+  // #include flash_fwd.wgsl key tiles
+  // #include flash_fwd.wgsl tile start
 
     // Four keys g .. g+3 at a time, for both rows.
     for (var g = 0u; g < BC; g += 4u) {
