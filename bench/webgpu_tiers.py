@@ -421,7 +421,7 @@ def run(args, wgpu_runner, log=print) -> dict:
             record.setdefault("variants", []).extend(variants(name, runner, offered, limits, sg, log=log))
         if args.accuracy:
             record["accuracy"] += accuracy(name, runner, offered, limits, sg, tiers=tiers, ds=ds, log=log)
-        record["engines"].append({"engine": name, "adapter": adapter, "adapter_info": info,
+        record["engines"].append({"engine": name, "run": "tiers", "adapter": adapter, "adapter_info": info,
                                   "cpu_adapter": "llvmpipe" in adapter.lower() or "swiftshader" in adapter.lower(),
                                   "tiers_offered": {t: (why or "yes") for t, why in offered.items()},
                                   "timing": "timestamp-query" if runner.timestamps else "wall", "rows": rows})
@@ -507,7 +507,26 @@ def summary(record: dict) -> str:
     return text + "\n\n" + common.table(["tier", "engine", "d", "inputs", "rel L1", "worst row cosine"], acc)
 
 
+def merge(tiers: dict, into: dict) -> dict:
+    """``into`` (the recorded webgpu_h200.json) with its tier run replaced by ``tiers`` (a record of
+    :func:`run`): engines marked ``run: "tiers"`` swapped, the run's facts under ``tiers``, and its
+    accuracy, SDPA ceiling, variants, peaks and targets. The earlier tiled-vs-naive engine stays."""
+    out = dict(into)
+    out["engines"] = [e for e in into["engines"] if e.get("run") != "tiers"] + \
+                     [dict(e, run="tiers") for e in tiers["engines"]]
+    out["tiers"] = {key: tiers[key] for key in ("recorded_at", "command", "machine", "parameters", "total_seconds")}
+    for key in ("accuracy", "sdpa", "variants", "tier_peaks_tflops"):
+        out[key] = tiers.get(key, [])
+    out["tier_targets"] = tier_targets(out["engines"])
+    return out
+
+
 if __name__ == "__main__":
     import sys
 
-    print(summary(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))
+    if sys.argv[1] == "--merge":  # webgpu_tiers.py --merge NEW.json RECORD.json: RECORD updated in place
+        record = merge(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8")),
+                       json.loads(Path(sys.argv[3]).read_text(encoding="utf-8")))
+        print("wrote", common.write_result(Path(sys.argv[3]), record))
+    else:
+        print(summary(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))
