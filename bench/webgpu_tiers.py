@@ -442,16 +442,23 @@ portable target counts the subgroup variant too (it is float32 on any subgroup a
 
 
 TIER_LIMITS = {
-    "portable": "float32 multiply-adds on CUDA cores (WebGPU's portable subset has no matrix units), each fed by a "
-                "workgroup-memory read of a staged K or V slot; the same speed through Dawn and through wgpu-py",
-    "subgroup": "two rows an invocation (half the workgroup-memory reads per multiply-add) did not speed it up "
-                "through wgpu-py and halved it through Dawn, so those reads are not the only limit; no disassembly "
-                "was taken to see whether registers spill",
-    "f16": "float16 data with float32 arithmetic does the portable kernel's multiply-adds plus conversions; it saves "
-           "memory traffic, which is not the limit; Dawn offers no shader-f16 on this driver, so only wgpu-py ran it",
-    "int8": "Q Kᵀ runs on the tensor cores, but the softmax and P·V (half the counted work) stay float32 on CUDA cores, "
-            "the plan's key tiles are 16 keys (two barriers every 16 keys), and the three quantisation passes are "
-            "inside the time",
+    "portable": "float32 on CUDA cores (WebGPU's portable subset has no matrix units); the same speed through Dawn and "
+                "wgpu-py, and with 16-key tiles as with 28 (variants), so neither the compiler nor the barriers per "
+                "tile set it. Taking the score multiply-adds away does not help much either: the int8 tier, whose "
+                "scores come from the tensor cores, runs about as fast, so the per-key online softmax (exp, max, "
+                "rescaling o every four keys) and the float32 P·V with its workgroup-memory reads of V bound it. "
+                "Causal runs at 0.56x the non-causal time (tiles above the diagonal skipped); the earlier 2x-slower "
+                "causal rows were dispatches timed while the GPU's clock was still idling low",
+    "subgroup": "two rows an invocation (half the workgroup-memory reads per multiply-add) runs at the portable tier's "
+                "speed through both engines once the clock is warm, so those reads are not the limit; at d = 128 "
+                "(two lanes a row, partial scores by shuffles) it is half as fast as the portable tier",
+    "f16": "float16 data with float32 arithmetic does the portable kernel's multiply-adds plus a conversion per staged "
+           "element; 56-key tiles (variants) are no faster than 28, so the tile size is not the limit; Dawn offers no "
+           "shader-f16 on this driver, so only wgpu-py ran it",
+    "int8": "Q Kᵀ runs on the tensor cores, but the online softmax and P·V stay float32 on CUDA cores, as much work as "
+            "the whole portable kernel does (which runs about as fast); the three quantisation passes cost 3 % (main "
+            "pass alone: variants) and 64-row, 32-key tiles were slower. Next: P·V on subgroup matrices too (P and V "
+            "to int8), and the softmax once per tile instead of every four keys",
 }
 
 

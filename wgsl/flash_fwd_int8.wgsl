@@ -37,9 +37,11 @@
 // invocation runs the portable kernel's online softmax and o update (included from
 // flash_fwd.wgsl, line for line), four keys at a time, as lane t % KS of row t / KS with 64 head
 // dims of o in registers. Unlike the portable kernel it holds no q (the tensor cores read Q8),
-// so it needs half the registers. Barriers per key tile: two. (An earlier version gave each
-// invocation two rows of 32 dims, so each staged value read served two rows: it ran at the
-// portable kernel's speed on the H200, the softmax being done twice per row pair.)
+// so it needs half the registers. Barriers per key tile: two. On the H200 (N = 16384, 16 heads,
+// d = 64) it ran at 18.5 TFLOP/s (bench/results/webgpu_h200.json), about the portable kernel's
+// speed: the float32 softmax and P·V, not the scores, bound both. An earlier version gave each
+// invocation two rows of 32 dims, each staged value read serving two rows, but each row pair's
+// softmax done by both of its invocations: 16.9 (bench/results/webgpu_h200_probe.json).
 //
 // Subgroup-matrix calls must run in subgroup-uniform control flow with subgroup-uniform
 // arguments. The blocks a subgroup takes depend on its index t / subgroup_size, the same for
