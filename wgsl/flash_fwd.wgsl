@@ -126,10 +126,12 @@ var<workgroup> s_part: array<f32, SPART>;
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
   // --- prologue begin ---
+  // --- query tile begin ---
   let i = wg.x;                            // query tile index
   let b = wg.z;                            // batch entry
   let q0 = i * BR;                         // first query row of the tile
   let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
+  // --- query tile end ---
   let r = t / KS;                          // this invocation's row within the tile
   let lane = t % KS;                       // and its 64 head dims of that row
   let row_ok = r < rows;                   // rows past the end compute but store nothing

@@ -47,10 +47,7 @@ var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 @compute @workgroup_size(BR * KS)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-  let i = wg.x;                            // query tile index
-  let b = wg.z;                            // batch entry
-  let q0 = i * BR;                         // first query row of the tile
-  let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
+  // #include flash_fwd.wgsl query tile
   // Invocation t owns rows ra = 2·(t / LP) and rb = ra + 1 of the tile and 32 of their head dims,
   // slots [8·part, 8·part + 8) of a key or value row; LP = 2·KS invocations share a row pair and
   // sit side by side, so in one subgroup.
