@@ -236,7 +236,7 @@ def test_emulated_source_replaces_only_the_matrix_block():
     out = int8.emulated_source(text)
     code = [line for line in out.split("\n") if not line.lstrip().startswith("//")]
     assert "subgroupMatrix" in text and not any("subgroupMatrix" in l or "subgroup_matrix" in l for l in code)
-    assert out.count("fn quantize_k") == 1 and out.count("chunk_update(&o_reg, 1.0, p") == 1
+    assert out.count("fn quantize_k") == 1 and out.count("chunk_update(&o_reg, alpha, p") == 1
 
 
 @pytest.mark.parametrize("name", sorted(set(mirror.TIER_SHADERS.values()) | {int8.SHADER, "attention_naive.wgsl"}))

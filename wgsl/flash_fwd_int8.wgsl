@@ -34,9 +34,9 @@
 // main, per key tile j: stage V_j (float32) in workgroup memory; the workgroup's subgroups share
 // the (BR/16)·(BC/16) 16 x 16 result blocks of S_ij, each summing D/32 products of a Q8 block
 // and a K8 block read straight from the quantised buffers, and store them to s_tile; then every
-// invocation, as lane t % KS of row t / KS with 64 head dims of o in registers, takes the row's
-// max over the tile, rescales o and l once, and adds p·v four keys at a time (the portable
-// kernel rescales every four keys). Unlike the portable kernel it holds no q (the tensor cores read Q8),
+// invocation runs the portable kernel's online softmax and o update (included from
+// flash_fwd.wgsl, line for line), four keys at a time, as lane t % KS of row t / KS with 64 head
+// dims of o in registers. Unlike the portable kernel it holds no q (the tensor cores read Q8),
 // so it needs half the registers. Barriers per key tile: two. On the H200 (N = 16384, 16 heads,
 // d = 64) it ran at 18.5 TFLOP/s (bench/results/webgpu_h200.json), about the portable kernel's
 // speed: the float32 softmax and P·V, not the scores, bound both. An earlier version gave each
@@ -154,26 +154,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     // --- S_ij on subgroup matrices end ---
     workgroupBarrier();
 
-    // The softmax once per tile, as FlashAttention-2 does (Dao 2023, arXiv:2307.08691, section
-    // 3.1): the row's new max over all the tile's scores first, so o and l are rescaled once per
-    // tile instead of every four keys; then p = exp(s - m_new) and o += Σ p·v four keys at a time.
-    // The scores are read from s_tile twice (dequantised and masked the same way both times).
+    // Four keys g .. g+3 at a time: the row's scores, dequantised and masked, then the portable
+    // kernel's online softmax and o update, its own lines.
     let f = dq * k_scale[b * ceil_div(params.n_k, BC) + j];
-    var m_new = m;
     for (var g = 0u; g < BC; g += 4u) {
-      let s = scores(r * BC + g, f, row_ok, b, qi, k0 + g, select(0u, cols - g, g < cols));
-      m_new = max(m_new, max(max(s.x, s.y), max(s.z, s.w)));
+      let n_live = select(0u, cols - g, g < cols);   // keys g .. g+3 that exist
+      let s = scores(r * BC + g, f, row_ok, b, qi, k0 + g, n_live);
+      // #include flash_fwd.wgsl online softmax
     }
-    let alpha = exp(m - m_new);            // 1 while every score so far is masked (m = m_new)
-    l = alpha * l;
-    chunk_scale(&o_reg, alpha);
-    for (var g = 0u; g < BC; g += 4u) {
-      let s = scores(r * BC + g, f, row_ok, b, qi, k0 + g, select(0u, cols - g, g < cols));
-      let p = select(exp(s - vec4<f32>(m_new)), vec4<f32>(0.0), s == vec4<f32>(MASKED_SCORE));
-      l = l + (p.x + p.y) + (p.z + p.w);
-      chunk_update(&o_reg, 1.0, p, g * width + mine, width);
-    }
-    m = m_new;
   }
 
   // #include flash_fwd.wgsl finish
@@ -272,14 +260,6 @@ fn scores(at: u32, f: f32, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> v
 // #include flash_fwd_subgroup.wgsl masked
 
 // #include flash_fwd.wgsl chunk update
-
-// o = alpha · o over one lane's 64 dims (constant indices into o).
-fn chunk_scale(o_reg: ptr<function, Chunk>, alpha: f32) {
-  (*o_reg)[0] *= alpha; (*o_reg)[1] *= alpha; (*o_reg)[2] *= alpha; (*o_reg)[3] *= alpha;
-  (*o_reg)[4] *= alpha; (*o_reg)[5] *= alpha; (*o_reg)[6] *= alpha; (*o_reg)[7] *= alpha;
-  (*o_reg)[8] *= alpha; (*o_reg)[9] *= alpha; (*o_reg)[10] *= alpha; (*o_reg)[11] *= alpha;
-  (*o_reg)[12] *= alpha; (*o_reg)[13] *= alpha; (*o_reg)[14] *= alpha; (*o_reg)[15] *= alpha;
-}
 
 // k_bar[d] = (Σ over key blocks, in order, of k_sum[b, j, d]) / Nk.
 fn mean_key(b: u32, t: u32) {

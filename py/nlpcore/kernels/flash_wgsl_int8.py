@@ -13,10 +13,8 @@ the same order with the same names and rounding points:
 - s_k = max |k - k̄| over block j / 127, k8 = round(clamp((k - k̄) / s_k, ±127)), half to even;
   s_q = max |q| over the BR rows of block i / 127, q8 likewise; q_shift = (Σ_d q·k̄, in dim
   order) · scale;
-- per key tile: S = f32(Q8 K8ᵀ) · ((s_q · scale) · s_k) (the integer product is exact), masked;
-  m_new = max(m, max of the tile's scores), o and l rescaled once by exp(m - m_new), then
-  p = exp(s - m_new), l += Σ p and o += Σ p·v four keys at a time (the softmax once per tile,
-  as FlashAttention-2 does; the portable kernel rescales every four keys);
+- per key tile: S = f32(Q8 K8ᵀ) · ((s_q · scale) · s_k) (the integer product is exact), then
+  the portable kernel's online softmax and o update, four keys at a time;
 - lse = m + log l + q_shift.
 
 Where the mirror and a GPU may part: WGSL lets ``x / s`` be 2.5 ULP off, so a value within an
@@ -233,20 +231,19 @@ def _workgroup(launch, plan, quant, b: int, i: int, o: np.ndarray, lse: np.ndarr
         v_tile.reshape(BC, -1)[:cols, :DV] = launch.v[b, k0:k0 + cols]
         s_tile = q8 @ quant["k8"][b, k0:k0 + BC].astype(np.int32).T  # (BR, BC) int32, exact
         f = np.float32(dq * quant["k_scale"][b, j])
-        # The softmax once per tile: the row's max over the tile, one rescale, then p·v.
-        s_all = np.full((BR, BC), mirror.MASKED_SCORE, dtype=np.float32)
-        live = mirror.allowed(launch, b, q0 + r[:rows, None], k0 + np.arange(cols)[None, :])
-        s_all[:rows, :cols] = np.where(live, s_tile[:rows, :cols].astype(np.float32) * f, mirror.MASKED_SCORE)
-        m_new = np.maximum(m, s_all.max(axis=1))
-        alpha = np.exp(m - m_new)
-        l = alpha * l
-        o_reg = alpha[:, None, None] * o_reg
         for g in range(0, BC, 4):
-            s = s_all[:, g:g + 4]  # (BR, 4)
+            s = s_tile[:, g:g + 4].astype(np.float32) * f  # (BR, 4)
+            live = np.zeros((BR, 4), dtype=bool)
+            n_live = max(0, min(4, cols - g))
+            live[:rows, :n_live] = mirror.allowed(launch, b, q0 + r[:rows, None],
+                                                  k0 + g + np.arange(n_live)[None, :])
+            s = np.where(live, s, mirror.MASKED_SCORE)
+            m_new = np.maximum(m, s.max(axis=1))
             p = np.where(s == mirror.MASKED_SCORE, np.float32(0), np.exp(s - m_new[:, None]))
-            l = l + p.sum(axis=1, dtype=np.float32)
-            o_reg = o_reg + np.einsum("ru,usx->rsx", p, v_tile[g:g + 4])
-        m = m_new
+            alpha = np.exp(m - m_new)
+            l = alpha * l + p.sum(axis=1, dtype=np.float32)
+            m = m_new
+            o_reg = alpha[:, None, None] * o_reg + np.einsum("ru,usx->rsx", p, v_tile[g:g + 4])
     safe_l = np.where(l == 0, np.float32(1), l)
     out = b * n_q + q0
     o_rows = (o_reg.reshape(BR, KS * CHUNK) / safe_l[:, None])[:, :DV]
