@@ -470,8 +470,7 @@ CLAIMS: Tuple[Claim, ...] = (
     Claim("int8-speed",
           "at <span class=\"tex\">N</span> = 16384, 16 heads, <span class=\"tex\">d</span> = 64, the int8 tier "
           "ran at {{page.i8_tflops}}&nbsp;TFLOP/s through Dawn, against {{page.f32_tflops}} for the float32 tier "
-          "and {{page.sdpa_tflops}} for PyTorch SDPA in bf16, on the same kind of H200 in two runs (the int8 "
-          "rows from the second, <code>int8_run</code>); by our model its float32 "
+          "and {{page.sdpa_tflops}} for PyTorch SDPA in bf16, in one run on the same H200; by our model its float32 "
           "<span class=\"tex\">PV</span>, half the counted FLOPs, would cap it at {{page.i8_peak}}&nbsp;TFLOP/s, "
           "twice the float32 peak, even if <span class=\"tex\">QK^\\top</span> cost nothing",
           "ours", WEBGPU_H200 + ": " + "; ".join(TIER_SPEED_KEYS.values()), "measured here",
