@@ -257,6 +257,15 @@ ATTACKS = {
                 frame = frame.f_back
             _log({"found": found})
     """)),
+    # (b, d) an audit hook of the learner's would see the grader's events (the stand-ins' code,
+    # the files it opens): refused, it never sees one
+    "break: addaudithook": ("break-it", "break", _break_suite("""
+        def _spy(event, args):
+            if event in ("exec", "compile", "open", "object.__getattr__"):
+                _log({"event": event})
+        _sys.addaudithook(_spy)             # (an audit hook's refusal is silent: not added)
+        _log({"called": "addaudithook"})
+    """)),
 }
 
 BATCH = r"""
@@ -461,3 +470,10 @@ def test_the_judge_refuses_a_pass_decided_where_the_learners_code_ran():
     grade = verdict.judge(ex, "compose", phase)
     assert not grade["passed"]
     assert all(c["status"] == "error" and "only the judge" in c["message"] for c in grade["checks"])
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_a_learners_audit_hook_is_refused_and_sees_nothing(python):
+    grade, lines = _graded(python)["break: addaudithook"]
+    assert not grade["passed"] and any("sys.addaudithook" in r for r in grade["restored"]), grade
+    assert lines and not any("event" in line for line in lines), lines
