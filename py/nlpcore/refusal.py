@@ -84,7 +84,8 @@ class Refusal:
     sandbox_skip = True                 # the grader's own bookkeeping, outside the snapshot
 
     def __init__(self, learner_files: Sequence[str] = (LEARNER_FILE,),
-                 grader_files: Sequence[str] = ()):
+                 grader_files: Sequence[str] = (), contained: bool = False):
+        self.contained = contained      # refuse the process reaching outside itself (OUTSIDE)
         self.refused: List[str] = []
         self.calls_in_flight = 0
         self.learner_files = frozenset(learner_files)
@@ -315,6 +316,12 @@ def _audit_open(event, args):
         finally:
             _registry.in_hook = False
         return
+    if event in _OUTSIDE_EVENTS or event == "open":
+        _registry.in_hook = True
+        try:
+            _refuse_outside(event, args, sys._getframe(1))
+        finally:
+            _registry.in_hook = False
     if event != "open" or not isinstance(args[0], str):
         return
     path = os.path.realpath(args[0])        # a link to a refused file is that file
@@ -326,6 +333,71 @@ def _audit_open(event, args):
             refusal.refused.append("the file " + os.path.basename(path))
             raise RefusedCall("reading %s is refused while this step is graded: the step asks "
                               "you to write this computation yourself" % os.path.basename(path))
+
+
+# The learner process reaching outside itself, refused while a grade runs where the Refusal is
+# ``contained`` (the lab's grades; not the Triton CLI grader, whose compiler starts processes):
+# no step needs a process, a signal to another process, /proc or mapped memory, and each
+# defeats a measure taken from outside learner code -- a process of its own computes where
+# neither the refusals nor the memory count look (and its memory is counted apart), /proc lets
+# it reset the peak the operating system keeps (clear_refs) or write into the grader's pipes
+# (/proc/<pid>/fd), a signal stops or kills the grader, mmap'd memory is not traced.
+_STARTS_PROCESS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system",
+                   "subprocess.Popen", "os.startfile", "pty.spawn")
+_OUTSIDE_EVENTS = frozenset(_STARTS_PROCESS + ("os.kill", "os.killpg", "mmap.__new__"))
+_WHY_OUTSIDE = {
+    "process": "your code may not start a process while it is graded: a process of its own "
+               "would compute where the grader's refusals and memory count do not look",
+    "signal": "your code may send signals only to its own process: another process is the "
+              "grader's",
+    "proc": "your code may not open the operating system's process files (/proc) while it is "
+            "graded: they would let it reset the memory peak the grader reads from outside, or "
+            "write into the grader's own pipes",
+    "directory": "your code may not open a directory as a file descriptor while it is graded "
+                 "(it would reach /proc by relative paths)",
+    "mmap": "memory from mmap is not seen by the grader's memory count (tracemalloc): allocate "
+            "with NumPy instead",
+}
+
+
+def _outside(event, args):
+    """(what, kind of :data:`_WHY_OUTSIDE`) for an event that reaches outside the learner
+    process, or None."""
+    if event in _STARTS_PROCESS:
+        return event, "process"
+    if event in ("os.kill", "os.killpg"):
+        target = args[0] if args else None
+        if isinstance(target, int) and target == os.getpid():
+            return None                     # itself (the learner process leads its own group)
+        return "%s of %s" % (event, target), "signal"
+    if event == "mmap.__new__":
+        return "mmap", "mmap"
+    path = args[0] if args else None        # "open"
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str):
+        return None                         # an int: a descriptor the process already has
+    for name in (os.path.abspath(path), os.path.realpath(path)):
+        if name == "/proc" or name.startswith("/proc/"):
+            return "opening " + path, "proc"
+    if os.path.isdir(path):
+        return "opening the directory " + path, "directory"
+    return None
+
+
+def _refuse_outside(event, args, frame):
+    """The audit hook's part for the learner process reaching outside itself: noted in
+    :attr:`Refusal.introspected` (the grade fails) and refused (raised in the learner's call)."""
+    learner = [r for r in _registry.active if r.contained and _learner_called(r, frame)]
+    if not learner:
+        return
+    found = _outside(event, args)
+    if found is None:
+        return
+    what, kind = found
+    for refusal in learner:
+        refusal.introspected.append(what)
+    raise RefusedCall("%s is refused: %s" % (what, _WHY_OUTSIDE[kind]))
 
 
 _FRESH_COPIES_OF = ("_tracemalloc",)   # its functions are watched (judging.peak_memory)

@@ -86,12 +86,18 @@ def _ask(request: dict, wait_s: float) -> dict:
         zygote = _zygote[0] if _zygote and _zygote[0].poll() is None else _start_zygote()
         try:
             _send(zygote.stdin, json.dumps(request).encode("utf-8"))
-            return json.loads(_receive(zygote.stdout, time.monotonic() + wait_s))
-        except (OSError, EOFError, ValueError) as error:
+        except OSError as error:            # a zygote that had died: the request never ran
             _stop_zygote()
             if attempt:
                 return {"why": "the grader's process pool failed (%s: %s)"
                                % (type(error).__name__, error)}
+            continue
+        try:                                # sent: the learner's code may have run, never twice
+            return json.loads(_receive(zygote.stdout, time.monotonic() + wait_s))
+        except (OSError, EOFError, ValueError) as error:
+            _stop_zygote()
+            return {"why": "the grader's process that runs your code stopped answering (%s: %s); "
+                           "did your code stop or kill it?" % (type(error).__name__, error)}
     raise AssertionError("unreachable")
 
 
@@ -210,6 +216,7 @@ def _serve(request: dict, keep_closed) -> dict:
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             _limit_memory()
+            _no_way_out()
             _learner(request, res_w)
         finally:
             os._exit(70)
@@ -221,8 +228,9 @@ def _serve(request: dict, keep_closed) -> dict:
     timed_out = timed_out or status is None
     if status is None:                      # it closed its pipes and kept running
         status, peak_kib = _reap(pid, None)
-    peak_kib = max([peak_kib] + _reap_orphans())
-    growth = None if baseline is None or not peak_kib else max(0, peak_kib - baseline) * 1024
+    left_behind = sum(_reap_orphans())      # (none: processes are refused; counted whole if any)
+    growth = (None if baseline is None or not peak_kib
+              else (max(0, peak_kib - baseline) + left_behind) * 1024)
     return {"result": streams[res_r].decode("utf-8", "replace") if streams[res_r] else None,
             "peak_growth": growth,
             "stdout": base64.b64encode(streams[out_r][:OUTPUT_BYTES + 1]).decode("ascii"),
@@ -248,9 +256,25 @@ def _limit_memory() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))    # hard too: it cannot be raised
     from . import session
     session._grader.memory_limit = growth
+
+
+def _no_way_out() -> None:
+    """Take from the learner process the ways to start a process or signal one that raise no
+    audit event (``_posixsubprocess.fork_exec``, which multiprocessing calls directly; pidfds):
+    it never needs them, and the audit hook refuses the others (:mod:`nlpcore.refusal`)."""
+    def refused(*args, **kwargs):
+        raise refusal.RefusedCall("starting or signalling a process is refused while your code "
+                                  "is graded")
+    from .. import refusal
+    import _posixsubprocess
+    _posixsubprocess.fork_exec = refused
+    for module, name in ((os, "pidfd_open"), (sys.modules.get("posix"), "pidfd_open"),
+                         (signal, "pidfd_send_signal"), (sys.modules.get("_signal"), "pidfd_send_signal")):
+        if module is not None and hasattr(module, name):
+            setattr(module, name, refused)
 
 
 def _learner(request: dict, fd: int) -> None:

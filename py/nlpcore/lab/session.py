@@ -41,7 +41,7 @@ class _Session:
         self.stdout = io.StringIO()
         self.stderr = io.StringIO()
         self.error: Optional[BaseException] = None
-        self.refusal = refusal.Refusal()    # kernels refused, and calls to them
+        self.refusal = refusal.Refusal(contained=True)  # refused kernels and calls, no way out
         self.restored: List[str] = []
         self.audited: List[str] = []         # AUDITED_EVENTS raised while learner code ran
 

@@ -86,7 +86,7 @@ def _compiled(kernel_id: str):
     return ns["softmax"]
 
 
-_KERNELS = OrderedDict((kid, _compiled(kid)) for kid in ["clean"] + list(EDITS))
+_KERNELS = "\0break-it: the kernels"   # stands for the (id, kernel) pairs in for_suite/identify
 
 
 def _plain_error(err: BaseException) -> BaseException:
@@ -101,13 +101,12 @@ def _plain_error(err: BaseException) -> BaseException:
 
 def softmax(x, block=8):
     """Softmax over the last axis of x (rows, N), streaming over blocks of `block` columns."""
-    kernel = ("\0break-it: the hidden kernel", None)[_AT][0]
     values = np.array(x, dtype=np.float64)      # a plain copy: the kernel sees no object of yours
     size = int.__index__(operator.index(block))
-    error = None
-    with np.errstate(all="ignore"):
+    error = None                                # (both converted before the kernel is read:
+    with np.errstate(all="ignore"):             # no frame holding it while learner code runs)
         try:
-            out = kernel(values, size)
+            out = ("\0break-it: the hidden kernel", None)[_AT][0](values, size)
         except Exception as err:  # re-raised below, outside this handler: no chained context
             error = _plain_error(err)
     if error is not None:
@@ -137,7 +136,7 @@ _order = refusal.seal(_order, _ENTROPY, os.urandom)
 
 def for_suite() -> list:
     """Six stand-ins (the clean kernel and the five mutants), made now, in a random order."""
-    kernels = list(_KERNELS.items())
+    kernels = ("\0break-it: the kernels", None)[_AT]
     out = []
     for i in _order(len(kernels)):
         kernel_id, kernel = kernels[i]
@@ -147,8 +146,17 @@ def for_suite() -> list:
 
 def identify(stand_in) -> str:
     """Which kernel a stand-in of :func:`for_suite` runs ("clean" or a mutant id)."""
+    kernels = dict(("\0break-it: the kernels", None)[_AT])
     sealed = [c for c in stand_in.__code__.co_consts if isinstance(c, tuple) and len(c) == 2
-              and isinstance(c[0], tuple) and len(c[0]) == 2 and c[0][1] in _KERNELS]
-    if len(sealed) != 1 or _KERNELS.get(sealed[0][0][1]) is not sealed[0][0][0]:
+              and isinstance(c[0], tuple) and len(c[0]) == 2 and c[0][1] in kernels]
+    if len(sealed) != 1 or kernels.get(sealed[0][0][1]) is not sealed[0][0][0]:
         raise ValueError("stand_in must come from for_suite()")
     return sealed[0][0][1]
+
+
+# The kernels, in a fixed order, sealed into the two functions that need them (not a module
+# global: learner code could match a stand-in's kernel against them by identity).
+_kernels = tuple((kid, _compiled(kid)) for kid in ["clean"] + list(EDITS))
+for_suite = refusal.seal(for_suite, _KERNELS, _kernels)
+identify = refusal.seal(identify, _KERNELS, _kernels)
+del _KERNELS, _kernels
