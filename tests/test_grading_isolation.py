@@ -322,13 +322,18 @@ def _solution_with(prefix: str) -> str:
     return prefix + lab.exercise("online-softmax").step("compose").solution
 
 
-def test_a_grandchild_holding_the_pipes_does_not_hold_the_grade():
+def test_a_grandchild_is_refused_and_the_next_grade_works():
+    """A process forked to hold the pipes (review 1, defect 7) is refused before it exists now
+    (review 2, D2): the grade fails at once, naming the refusal, and the next grade passes."""
     import time
     start = time.monotonic()
     result = lab.grade("online-softmax", "compose", _solution_with(
         "import os, time\nif os.fork() == 0:\n    time.sleep(120)\n    os._exit(0)\n"))
-    assert result["passed"], result["checks"]
+    message = result["checks"][0]["message"]
+    assert not result["passed"] and "os.fork is refused" in message, message
     assert time.monotonic() - start < 20
+    assert lab.grade("online-softmax", "compose",
+                     lab.exercise("online-softmax").step("compose").solution)["passed"]
 
 
 def test_deep_recursion_is_reported_as_such():

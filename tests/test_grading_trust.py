@@ -63,8 +63,10 @@ FRAME_WALK = textwrap.dedent("""
         if isinstance(value, (list, tuple)):
             return [v for v in value if isinstance(v, str)]
         return []
+    def _is_kernel(value):
+        return getattr(value, "__globals__", {}).get("__name__") == "kernel"
     def _walk():
-        seen, kernel_frames = [], 0
+        seen, kernel_frames, kernels = [], 0, 0
         frame = _sys._getframe(1)
         while frame is not None:
             if frame.f_globals.get("__name__") == "kernel":
@@ -72,8 +74,10 @@ FRAME_WALK = textwrap.dedent("""
             if frame.f_globals.get("__name__") != "learner":
                 for value in list(frame.f_locals.values()):
                     seen += _strings(value)
+                    items = value if isinstance(value, (list, tuple)) else [value]
+                    kernels += sum(1 for item in items if _is_kernel(item))
             frame = frame.f_back
-        return {"strings": sorted(set(seen)), "kernel_frames": kernel_frames}
+        return {"strings": sorted(set(seen)), "kernel_frames": kernel_frames, "kernels": kernels}
 """)
 
 
@@ -105,6 +109,17 @@ ATTACKS = {
                 return 2
         def test_zz_spy(softmax):
             softmax(_Spy(), _Block())
+    """)),
+    # (b) the hidden module's globals, searched for the kernels (one level into containers)
+    "break: the hidden module's globals": ("break-it", "break", _break_suite("""
+        _hidden = _sys.modules["nlpcore.lab.exercises.break-it.hidden"]
+        def _found(value):
+            if isinstance(value, dict):
+                value = list(value.values())
+            items = value if isinstance(value, (list, tuple)) else [value]
+            return sum(1 for item in items for one in (item if isinstance(item, tuple) else (item,))
+                       if _is_kernel(one))
+        _log({"kernels": sum(_found(v) for v in list(vars(_hidden).values()))})
     """)),
     # (b) a caught exception's traceback, walked inwards (tb_next, tb_frame): no hidden kernel
     "break: traceback of a kernel error": ("break-it", "break", _break_suite("""
@@ -268,6 +283,98 @@ ATTACKS = {
     """)),
 }
 
+# Review 2, D1-D3, D7, D9, D10: the learner process reaching outside itself. Each attempt is
+# made at load time, caught, and logged by the name of what it raised; then the honest solution
+# follows, so only the refusals can fail the grade.
+TRY_HELPER = textwrap.dedent("""
+    def _try(label, fn):
+        try:
+            fn()
+            _log({label: "went through"})
+        except BaseException as err:
+            _log({label: type(err).__name__})
+""")
+
+def _outside(attempts: str, step_solution: str = COMPOSE) -> str:
+    return LOG_HELPER + TRY_HELPER + textwrap.dedent(attempts) + "\n" + step_solution
+
+
+OUTSIDE = {
+    # D1: the peak the operating system keeps, reset through /proc/self/clear_refs, by each way
+    # of opening a file; D7: the zygote's reply pipe through /proc/<ppid>/fd (opened, not written)
+    "outside: /proc": _outside("""
+        import os, io, pathlib
+        _try("open", lambda: open("/proc/self/clear_refs", "w").write("5"))
+        _try("io.open", lambda: io.open("/proc/self/clear_refs", "w"))
+        _try("os.open", lambda: os.open("/proc/self/clear_refs", os.O_WRONLY))
+        _try("bytes path", lambda: os.open(b"/proc/self/status", os.O_RDONLY))
+        _try("pathlib", lambda: pathlib.Path("/proc/self/clear_refs").write_text("5"))
+        _try("the zygote's pipe", lambda: open("/proc/%d/fd/1" % os.getppid(), "wb"))
+        _try("dir_fd of /", lambda: os.open("/", os.O_RDONLY))
+        def _relative():
+            here = os.getcwd()
+            os.chdir("/")
+            try:
+                return open("proc/self/clear_refs", "w")
+            finally:
+                os.chdir(here)
+        _try("relative", _relative)
+    """),
+    # D1: memory tracemalloc does not see
+    "outside: mmap": _outside("""
+        import mmap
+        _try("mmap", lambda: mmap.mmap(-1, 1 << 20))
+    """),
+    # D2, D3: processes, by every door (a child that slipped through would exit at once)
+    "outside: processes": _outside("""
+        import os, subprocess, pty, sys as _s
+        def _fork(fn):
+            def run():
+                if fn() == 0:
+                    os._exit(0)
+            return run
+        _try("os.fork", _fork(os.fork))
+        _try("pty.fork", _fork(lambda: pty.fork()[0]))
+        _try("subprocess", lambda: subprocess.run([_s.executable, "-c", "pass"]))
+        _try("os.system", lambda: os.system("true"))
+        _try("os.popen", lambda: os.popen("true").read())
+        _try("os.posix_spawn", lambda: os.posix_spawn("/bin/true", ["true"], dict(os.environ)))
+        _try("os.spawnv", lambda: os.spawnv(os.P_WAIT, "/bin/true", ["true"]))
+        _try("os.execv", lambda: os.execv("/bin/true", ["true"]))
+        def _mp():
+            from multiprocessing import util
+            util.spawnv_passfds(b"/bin/true", [b"/bin/true"], [])
+        _try("multiprocessing", _mp)
+    """),
+    # D9: signals to the grader (signal 0: tests the right, harms nothing if it went through)
+    "outside: signals": _outside("""
+        import os, signal
+        _try("kill the zygote", lambda: os.kill(os.getppid(), 0))
+        _try("kill the group", lambda: os.kill(0, 0))
+        _try("killpg", lambda: os.killpg(os.getpgid(os.getppid()), 0))
+        _try("itself", lambda: os.kill(os.getpid(), 0))
+        if hasattr(os, "pidfd_open"):
+            _try("pidfd", lambda: os.pidfd_open(os.getppid()))
+    """),
+    # D10: the memory cap, raised back
+    "outside: the memory cap": _outside("""
+        import resource
+        _soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+        _log({"cap": [_soft, _hard]})
+        _try("setrlimit", lambda: resource.setrlimit(resource.RLIMIT_AS, (_hard, _hard)))
+    """),
+}
+REFUSED_OUTSIDE = {
+    "outside: /proc": {"open", "io.open", "os.open", "bytes path", "pathlib", "the zygote's pipe",
+                       "dir_fd of /", "relative"},
+    "outside: mmap": {"mmap"},
+    "outside: processes": {"os.fork", "pty.fork", "subprocess", "os.system", "os.popen",
+                           "os.posix_spawn", "os.spawnv", "os.execv", "multiprocessing"},
+    "outside: signals": {"kill the zygote", "kill the group", "killpg", "pidfd"},
+    "outside: the memory cap": {"setrlimit"},
+}
+ATTACKS.update({name: ("online-softmax", "compose", code) for name, code in OUTSIDE.items()})
+
 BATCH = r"""
 import json, sys
 from nlpcore import lab
@@ -370,6 +477,15 @@ def test_no_learner_code_runs_while_a_hidden_kernel_is_on_the_stack(python):
     assert len(inside) == 12, lines
     assert all(w["kernel_frames"] == 0 for w in inside), inside
     assert all(not set(w["strings"]) & set(KERNEL_IDS) for w in inside), inside
+    assert all(w["kernels"] == 0 for w in inside), inside   # review 2, D4: no frame holds one
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_no_module_global_lists_the_hidden_kernels(python):
+    """Review 2, D4: the stand-in's kernel matched by identity against a map of the hidden
+    kernels kept in the hidden module's globals. No global of it holds a kernel now."""
+    grade, lines = _graded(python)["break: the hidden module's globals"]
+    assert lines and lines[0]["kernels"] == 0, lines
 
 
 @pytest.mark.parametrize("python", INTERPRETERS)
@@ -427,7 +543,6 @@ def test_frames_and_spoofed_code_do_not_reach_the_grader(python, name):
 
 @pytest.mark.parametrize("python", INTERPRETERS)
 @pytest.mark.parametrize("name", ["compose: forged peak, full scores",
-                                  "compose: forged peak, full scores in a forked child",
                                   "backward: forged peak, dense P"])
 def test_a_forged_peak_is_caught_by_the_operating_systems_count(python, name):
     """Learner code that talks the measured peak down (here: patches the grader's measure and
@@ -438,6 +553,16 @@ def test_a_forged_peak_is_caught_by_the_operating_systems_count(python, name):
     tiled = next(c for c in grade["checks"] if c[0] == "tiled")
     assert tiled[1] == "fail" and "operating system" in tiled[2], grade
     assert all(status == "pass" for cid, status, _ in grade["checks"] if cid != "tiled"), grade
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_a_forged_peak_computed_in_a_forked_child_is_refused(python):
+    """The forger's full matrix computed in a process it forks (the outside case only; its
+    memory was counted from outside before): the fork is refused now (review 2, D2)."""
+    grade, _ = _graded(python)["compose: forged peak, full scores in a forked child"]
+    tiled = next(c for c in grade["checks"] if c[0] == "tiled")
+    assert tiled[1] == "fail" and "os.fork is refused" in tiled[2], grade
+    assert not grade["passed"] and "audited: os.fork" in grade["restored"], grade
 
 
 @pytest.mark.parametrize("python", INTERPRETERS)
@@ -477,3 +602,44 @@ def test_a_learners_audit_hook_is_refused_and_sees_nothing(python):
     grade, lines = _graded(python)["break: addaudithook"]
     assert not grade["passed"] and any("sys.addaudithook" in r for r in grade["restored"]), grade
     assert lines and not any("event" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+@pytest.mark.parametrize("name", sorted(OUTSIDE))
+def test_the_learner_process_cannot_reach_outside_itself(python, name):
+    """Review 2, D1-D3, D7, D9, D10: every way out is refused (RefusedCall, where learner code
+    can catch it), and the grade fails even when it was caught, naming what was tried."""
+    grade, lines = _graded(python)[name]
+    seen = {}
+    for line in lines:
+        seen.update(line)
+    expected = {label for label in REFUSED_OUTSIDE[name]
+                if label != "pidfd" or "pidfd" in seen}
+    assert {label: seen.get(label) for label in expected} == {
+        label: "RefusedCall" for label in expected}, seen
+    if name == "outside: signals":
+        assert seen["itself"] == "went through", seen
+    if name == "outside: the memory cap":
+        soft, hard = seen["cap"]
+        assert soft == hard and soft > 0, seen      # D10: the hard limit is the cap
+    if name != "outside: processes":    # (pidfd_open, multiprocessing: refused, not audited)
+        assert not grade["passed"] and any(r.startswith("audited: ") for r in grade["restored"]), grade
+    else:
+        assert not grade["passed"] and "audited: os.fork" in grade["restored"], grade
+
+
+def test_a_request_that_ran_is_never_sent_again(monkeypatch):
+    """Review 2, D9: a zygote that does not answer (the learner's code stopped it) is not sent
+    the same code again; the grade says what happened."""
+    from nlpcore.lab import runner
+    sent = []
+    monkeypatch.setattr(runner, "_send", lambda stream, data: sent.append(data))
+
+    def no_answer(stream, deadline=None):
+        raise OSError("no answer in time")
+    monkeypatch.setattr(runner, "_receive", no_answer)
+    try:
+        reply = runner._ask({"code": "pass"}, 0.1)
+    finally:
+        runner._stop_zygote()
+    assert len(sent) == 1 and "stop or kill" in reply["why"], (sent, reply)

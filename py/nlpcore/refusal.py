@@ -344,7 +344,8 @@ def _audit_open(event, args):
 # (/proc/<pid>/fd), a signal stops or kills the grader, mmap'd memory is not traced.
 _STARTS_PROCESS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system",
                    "subprocess.Popen", "os.startfile", "pty.spawn")
-_OUTSIDE_EVENTS = frozenset(_STARTS_PROCESS + ("os.kill", "os.killpg", "mmap.__new__"))
+_OUTSIDE_EVENTS = frozenset(_STARTS_PROCESS + ("os.kill", "os.killpg", "mmap.__new__",
+                                                 "resource.setrlimit", "resource.prlimit"))
 _WHY_OUTSIDE = {
     "process": "your code may not start a process while it is graded: a process of its own "
                "would compute where the grader's refusals and memory count do not look",
@@ -355,6 +356,8 @@ _WHY_OUTSIDE = {
             "write into the grader's own pipes",
     "directory": "your code may not open a directory as a file descriptor while it is graded "
                  "(it would reach /proc by relative paths)",
+    "limit": "your code may not change its process's limits (the memory cap) while it is "
+             "graded",
     "mmap": "memory from mmap is not seen by the grader's memory count (tracemalloc): allocate "
             "with NumPy instead",
 }
@@ -372,6 +375,8 @@ def _outside(event, args):
         return "%s of %s" % (event, target), "signal"
     if event == "mmap.__new__":
         return "mmap", "mmap"
+    if event.startswith("resource."):
+        return event, "limit"
     path = args[0] if args else None        # "open"
     if isinstance(path, bytes):
         path = os.fsdecode(path)
