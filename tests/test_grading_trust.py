@@ -374,6 +374,16 @@ REFUSED_OUTSIDE = {
     "outside: the memory cap": {"setrlimit"},
 }
 ATTACKS.update({name: ("online-softmax", "compose", code) for name, code in OUTSIDE.items()})
+# D6: the outside case judged on its first rows only; this kernel computes only those
+ATTACKS["compose: outside case, first rows only"] = ("online-softmax", "compose", COMPOSE + textwrap.dedent("""
+    _attention = attention
+    def attention(q, k, v, block_q, block_k, causal=False):
+        if q.shape[0] > 1000:
+            o, lse = _attention(q[:16], k, v, block_q, block_k, causal)
+            n = q.shape[0] - 16
+            return np.vstack([o, np.zeros((n, v.shape[1]))]), np.concatenate([lse, np.zeros(n)])
+        return _attention(q, k, v, block_q, block_k, causal)
+"""))
 
 BATCH = r"""
 import json, sys
@@ -643,3 +653,27 @@ def test_a_request_that_ran_is_never_sent_again(monkeypatch):
     finally:
         runner._stop_zygote()
     assert len(sent) == 1 and "stop or kill" in reply["why"], (sent, reply)
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_the_outside_case_is_judged_on_rows_drawn_per_grade(python):
+    """Review 2, D6: all rows of the outside case come back, and the judge checks rows drawn
+    from os.urandom, so a kernel that computes only the first rows fails."""
+    grade, _ = _graded(python)["compose: outside case, first rows only"]
+    tiled = next(c for c in grade["checks"] if c[0] == "tiled")
+    assert tiled[1] == "fail" and "drawn at random" in tiled[2], grade
+    assert all(status == "pass" for cid, status, _ in grade["checks"] if cid != "tiled"), grade
+
+
+def test_the_tiled_failure_names_a_whole_copy_of_k_or_v():
+    """Review 2, D5: a tiled kernel that copies K whole fails the tiled check (the statements
+    say so), and the message says what to change."""
+    code = COMPOSE.replace("    n_q, d = q.shape\n", "    n_q, d = q.shape\n    k = np.array(k)\n", 1)
+    assert code != COMPOSE
+    grade = lab.grade("online-softmax", "compose", code)
+    tiled = next(c for c in grade["checks"] if c["id"] == "tiled")
+    assert tiled["status"] == "fail" and "whole copy of K or V" in tiled["message"], tiled
+    assert "np.asarray(x, dtype)" in tiled["message"], tiled
+    folder = ROOT / "py" / "nlpcore" / "lab" / "exercises"
+    for name in ("online-softmax/compose.md", "backward/scratch.md", "backward/harden.md"):
+        assert "whole copy of K or V" in (folder / name).read_text(), name

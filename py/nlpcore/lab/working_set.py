@@ -23,17 +23,24 @@ from .model import CheckFailed
 OUTSIDE_CASE = ("Nq=2048, Nk=8192, d=4, blocks 256×512, measured by the operating system",
                 2048, 8192, 4, 4, 256, 512)
 OUTSIDE_SHARE = 2
-OUTSIDE_ROWS = 16           # rows of its output sent to the judge and checked there
+OUTSIDE_ROWS = 16           # rows of its output the judge checks, drawn per grade (judge_rows)
 # The backward's case: Nq a quarter of the forward's (a grade stays near a second); P, dP and dS
 # whole are 32 MiB each.
 OUTSIDE_BACKWARD_CASE = ("Nq=512, Nk=8192, d=4, blocks 128×512, measured by the operating "
                          "system", 512, 8192, 4, 4, 128, 512)
 
 
-def first_rows(x):
-    """The first OUTSIDE_ROWS rows of a collected array (anything else as it is)."""
-    import numpy as np
-    return x[:OUTSIDE_ROWS] if isinstance(x, np.ndarray) and x.ndim else x
+def judge_rows(n_q: int) -> list:
+    """The rows of the outside case the judge checks: OUTSIDE_ROWS of ``n_q``, drawn for each
+    grade from the operating system's entropy after the output arrived (never from the grade's
+    seed, which learner code can read), so code cannot tell which rows count. Every row is
+    sent back; recomputing all of them would cost the judge a naive attention of the case."""
+    import random
+    return sorted(random.SystemRandom().sample(range(n_q), min(OUTSIDE_ROWS, n_q)))
+
+
+def rows_context(label: str, rows) -> str:
+    return "%s, rows %s (drawn at random for this grade)" % (label, ", ".join(map(str, rows)))
 
 TILE_BUFFERS = 12    # (Br, Bc) float64 temporaries (scores, exp, masks, dP, dS) with their
                      # (B, d) slices; the reference backward holds about 7 at once
@@ -75,10 +82,12 @@ def assert_tiled(peak: int, *, n_q: int, n_k: int, out_bytes: int, block_q: int,
             "%s: your code allocated %.3f MiB at peak, more than a tiled kernel needs (%.3f MiB: "
             "its outputs, a few numbers per query row and %d tiles). One float64 row against all "
             "%d keys is already %.3f MiB and a %d×%d score matrix %.2f MiB: compute scores one "
-            "(block_q × block_k) tile at a time, carry the row statistics (m, l) between key "
-            "tiles, and slice K and V per tile instead of copying them whole"
+            "(block_q × block_k) tile at a time and carry the row statistics (m, l) between key "
+            "tiles. A whole copy of K or V (%d×%d float64: %.3f MiB) is over the budget too -- "
+            "np.array(k), k.astype(...), K padded to whole blocks: slice K and V per tile "
+            "(np.asarray(x, dtype) does not copy when the dtype already matches)"
             % (context, peak * MIB, limit * MIB, TILE_BUFFERS, n_k, row * MIB, n_q, n_k,
-               n_q * n_k * 8 * MIB),
+               n_q * n_k * 8 * MIB, n_k, _kv_width(shapes, width), n_k * _kv_width(shapes, width) * 8 * MIB),
             expected="peak <= %.3f MiB (outputs + %d numbers per query row + %d tiles of "
             "%d×%d scores with their width-%d slices, float64)"
             % (limit * MIB, ROW_STATS, TILE_BUFFERS, block_q, block_k, width),
@@ -86,6 +95,12 @@ def assert_tiled(peak: int, *, n_q: int, n_k: int, out_bytes: int, block_q: int,
     return ("%s: %.3f MiB at peak (budget %.3f MiB; one row against all keys would be %.3f "
             "MiB, the full score matrix %.2f MiB)" % (context, peak * MIB, limit * MIB,
                                                       row * MIB, n_q * n_k * 8 * MIB))
+
+
+def _kv_width(shapes: dict, width: int) -> int:
+    """The width of K (its second dimension) where the case's shapes name it, else ``width``."""
+    shape = (shapes or {}).get("k")
+    return int(shape[1]) if isinstance(shape, (tuple, list)) and len(shape) == 2 else width
 
 
 def assert_outside(growth: int, *, n_q: int, n_k: int, context: str) -> str:

@@ -228,7 +228,7 @@ def _tiled_forward_check():
         big_label, _, _, _, _, big_bq, big_bk = working_set.OUTSIDE_CASE   # (see compose)
         q, k, v = _outside_inputs(working_set.OUTSIDE_CASE, 96)[:3]
         o, lse = _forward_on(ns, q, k, v, context=big_label, block_q=big_bq, block_k=big_bk)
-        return tiled + ((working_set.first_rows(o), working_set.first_rows(lse)),)
+        return tiled + ((o, lse),)
 
     budget = working_set.budget(out_bytes=8 * (n_q * d + n_q), n_q=n_q, block_q=bq, block_k=bk,
                                 width=d)
@@ -238,9 +238,8 @@ def _tiled_forward_check():
         notes = [judge_tiled(o, lse, peak)]
         if outside_growth() is not None:
             q, k, v = _outside_inputs(working_set.OUTSIDE_CASE, 96)[:3]
-            rows = slice(0, working_set.OUTSIDE_ROWS)
             notes.append(_judge_outside(working_set.OUTSIDE_CASE, outside, ("o", "lse"),
-                                        reference.forward(q[rows], k, v), q, k, v))
+                                        lambda rows: reference.forward(q[rows], k, v), q, k, v))
         return "; ".join(notes)
 
     def judge_tiled(o, lse, peak):
@@ -372,17 +371,21 @@ def _outside_inputs(case, seed):
 
 
 def _judge_outside(case, got, names, want, q, k, v) -> str:
-    """The first rows of the outside case against ``want``, then the operating system's count
-    of the learner process's peak growth (:func:`nlpcore.lab.working_set.assert_outside`)."""
+    """Rows of the outside case drawn for this grade (:func:`working_set.judge_rows`) against
+    ``want(rows)``, then the operating system's count of the learner process's peak growth
+    (:func:`nlpcore.lab.working_set.assert_outside`). ``got``: the whole outputs, one per name,
+    each with a row per query (o, dq) or one number per query (lse)."""
     label, n_q, n_k = case[:3]
     if got is None or any(g is None for g in got):
         raise CheckFailed("%s: your code's process did not run this case, which the grader "
                           "measures from outside it" % label, expected=" and ".join(names),
                           got="nothing")
     shapes = shapes_of(q=q, k=k, v=v)
-    context = label + ", rows 0..%d" % (working_set.OUTSIDE_ROWS - 1)
-    for name, g, w in zip(names, got, want):
-        assert_close(name, g, w, shapes=shapes, dtype="float64", context=context)
+    rows = working_set.judge_rows(n_q)
+    context = working_set.rows_context(label, rows)
+    for name, g, w in zip(names, got, want(rows)):
+        g = expect_array(name, g, (n_q,) + tuple(np.shape(w)[1:]), shapes)
+        assert_close(name, g[rows], w, shapes=shapes, dtype="float64", context=context)
     return working_set.assert_outside(outside_growth(), n_q=n_q, n_k=n_k, context=label)
 
 
@@ -407,7 +410,7 @@ def _tiled_backward_check():
         o, lse = _forward_in_chunks(q, k, v)
         dq, _, _ = _backward_on(ns, q, k, v, o, lse, do, context=big_label, block_q=big_bq,
                                 block_k=big_bk)
-        return tiled + (working_set.first_rows(dq),)
+        return tiled + (dq,)
 
     budget = working_set.budget(out_bytes=8 * (n_q * d + 2 * n_k * d), n_q=n_q, block_q=bq,
                                 block_k=bk, width=d)
@@ -417,9 +420,10 @@ def _tiled_backward_check():
         notes = [judge_tiled(grads, peak)]
         if outside_growth() is not None:
             q, k, v, do = _outside_inputs(working_set.OUTSIDE_BACKWARD_CASE, 95)
-            rows = slice(0, working_set.OUTSIDE_ROWS)
-            o, lse = reference.forward(q[rows], k, v)
-            want = reference.backward(q[rows], k, v, o, lse, do[rows])[:1]
+
+            def want(rows):                 # dq of a row needs only that row's q, o, lse, dO
+                o, lse = reference.forward(q[rows], k, v)
+                return reference.backward(q[rows], k, v, o, lse, do[rows])[:1]
             notes.append(_judge_outside(working_set.OUTSIDE_BACKWARD_CASE, (outside,), ("dq",),
                                         want, q, k, v))
         return "; ".join(notes)
@@ -467,8 +471,10 @@ def build() -> Exercise:
             "`range(0, n_k, block_k)` with `k1 = min(...)`; size `m`, `l`, `acc` by `q1 - q0`.",
             "Empty rows: shift by `np.where(np.isfinite(m_new), m_new, 0)`; at the end, where "
             "`l == 0` write 0 to o and -inf to lse.",
-            "float16: cast q, k, v to float32 before the matmuls and `o.astype(q.dtype)` at the "
-            "end; keep lse in float32.",
+            "float16: cast q, k, v to float32 with `np.asarray(x, dtype=np.float32)` before the "
+            "matmuls (it does not copy inputs already float32; `x.astype` always copies, and a "
+            "whole copy of K or V is over the tiled budget) and `o.astype(q.dtype)` at the end; "
+            "keep lse in float32.",
         ),
         required=("forward",),
         refuse=LIBRARY_KERNELS,
