@@ -374,6 +374,39 @@ REFUSED_OUTSIDE = {
     "outside: the memory cap": {"setrlimit"},
 }
 ATTACKS.update({name: ("online-softmax", "compose", code) for name, code in OUTSIDE.items()})
+# D8: ring's schedule count rewritten through attend's closure, or through the frames of attend
+# while it converts an argument of the learner's (__array__), then the ring skipped
+ATTACKS["ring: rewriting attend's count"] = ("ring", "compose", LOG_HELPER + textwrap.dedent("""
+    import numpy as np
+    def merge(a, b):
+        return a
+    class _Spy:
+        def __init__(self, devices):
+            self.devices = devices
+        def __array__(self, dtype=None, copy=None):
+            frame, found = _sys._getframe(1), 0
+            while frame is not None:
+                for value in list(frame.f_locals.values()):
+                    for item in (value if isinstance(value, tuple) else (value,)):
+                        if isinstance(item, list) and len(item) == self.devices \\
+                                and all(type(c) is int for c in item):
+                            item[:] = [self.devices] * self.devices
+                            found += 1
+                frame = frame.f_back
+            _log({"found": found})
+            return np.arange(1)
+    def ring_forward(n, devices, attend):
+        for cell in attend.__closure__ or ():
+            value = cell.cell_contents
+            if isinstance(value, list) and len(value) == devices:
+                value[:] = [devices] * devices
+                _log({"closure": True})
+        try:
+            attend(0, _Spy(devices), np.arange(1))
+        except ValueError:
+            pass
+        return np.zeros((n, 3)), np.zeros(n)
+"""))
 # D6: the outside case judged on its first rows only; this kernel computes only those
 ATTACKS["compose: outside case, first rows only"] = ("online-softmax", "compose", COMPOSE + textwrap.dedent("""
     _attention = attention
@@ -677,3 +710,13 @@ def test_the_tiled_failure_names_a_whole_copy_of_k_or_v():
     folder = ROOT / "py" / "nlpcore" / "lab" / "exercises"
     for name in ("online-softmax/compose.md", "backward/scratch.md", "backward/harden.md"):
         assert "whole copy of K or V" in (folder / name).read_text(), name
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_ring_attends_count_is_out_of_the_learners_reach(python):
+    """Review 2, D8: attend has no closure, and no frame on the stack while learner code runs
+    inside attend (an argument's __array__) holds its count; the skipped ring fails schedule."""
+    grade, lines = _graded(python)["ring: rewriting attend's count"]
+    assert not any(line.get("closure") for line in lines), lines
+    assert [line["found"] for line in lines if "found" in line][:1] == [0], lines
+    assert dict((c[0], c[1]) for c in grade["checks"])["schedule"] == "fail", grade
