@@ -32,6 +32,10 @@ while learner code runs: ``sys.settrace`` and ``sys.setprofile`` (a trace functi
 frame entered and, before CPython 3.13, what it writes into a frame's ``f_locals`` is copied
 back into that frame's variables), ``sys.addaudithook``, and compiling code under a file name
 of nlpcore (it would pass for the grader's own code in the checks above).
+Where a :class:`Refusal` is ``contained`` (the lab's grades), the learner process may not reach
+outside itself while learner code runs: starting a process, signalling another one, opening
+/proc or a directory, mmap and changing its limits are refused (:data:`_OUTSIDE_EVENTS`,
+:func:`_outside`), each with a message saying why, and noted so that the grade fails.
 What this cannot stop, in the process where learner code runs, is code that patches these
 functions and puts them back before the grade ends, or edits the grade's records; see
 ``nlpcore/lab/exercises/README.md`` ("What is measured where"). Verdicts are never reachable
