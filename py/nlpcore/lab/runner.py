@@ -275,6 +275,28 @@ def _no_way_out() -> None:
                          (signal, "pidfd_send_signal"), (sys.modules.get("_signal"), "pidfd_send_signal")):
         if module is not None and hasattr(module, name):
             setattr(module, name, refused)
+    # A fresh copy of those modules (importlib.util.module_from_spec, _imp) would carry the
+    # originals: _imp hands out the copies already loaded, with the refusals, instead.
+    kept = {name: sys.modules[name] for name in ("_posixsubprocess", "posix", "_signal")
+            if name in sys.modules}
+    _imp = sys.modules.get("_imp")
+    for name in ("create_builtin", "create_dynamic"):
+        if _imp is not None and hasattr(_imp, name):
+            setattr(_imp, name, refusal.seal(_create_kept, _KEPT, (getattr(_imp, name), kept)))
+
+
+_KEPT = "\0nlpcore.lab.runner: the modules kept"   # stands for (create, kept) in _create_kept
+_AT = 0
+
+
+def _create_kept(spec, *args):
+    """``_imp.create_builtin``/``create_dynamic`` in the learner process, except that the
+    modules :func:`_no_way_out` changed come back as they are now."""
+    create, kept = ("\0nlpcore.lab.runner: the modules kept", None)[_AT]
+    name = getattr(spec, "name", None)
+    if name in kept:
+        return kept[name]
+    return create(spec, *args)
 
 
 def _learner(request: dict, fd: int) -> None:
