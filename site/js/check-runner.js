@@ -18,13 +18,10 @@
  * (js/exercises/<id>.js) may register its own in its place.
  */
 
-import {getJudge, getRuntime} from "./runtime.js";
+import {expectJudge, getJudge} from "./runtime.js";
 
 export const TIME_LIMIT_MS = 10000;
-// The judge worker boots once the learner's worker is ready (or has failed): two Pyodide boots
-// at once share the CPU and delay the page's ready; a grade asked for before the judge is up
-// waits for it (runtime.js starts a call's time limit only after its worker is ready).
-getRuntime().ready.then(() => getJudge(), () => getJudge());
+expectJudge();  // runtime.js boots the judge beside the learner's worker (its BOOT ORDER)
 const runners = new Map();
 
 /* Registers `run(job) -> Promise<outputs>` for checks whose runner is `name`. */
