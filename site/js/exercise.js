@@ -472,8 +472,9 @@ function watchRuntime() {
   status.dataset.state = "loading";
   status.textContent = "Starting Python…";
   $("run-checks").disabled = true;
-  // Ready means the graders are imported too (one warm-up call), so a run costs only grading.
-  runtime.ready.then(() => runtime.call("exercises.catalog", {}, {timeoutMs: 60000})).then(() => {
+  // Ready means a warm-up collect of the step's starter ran (graders imported, first-use costs paid).
+  const warmUp = {exercise: state.ex.id, step: state.step.id, code: state.step.starter || ""};
+  runtime.ready.then(() => runtime.call("exercises.collect", warmUp, {timeoutMs: 60000})).then(() => {
     status.dataset.state = "ready";
     status.textContent = "Python is ready.";
     $("run-checks").disabled = state.running;
