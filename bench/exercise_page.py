@@ -215,8 +215,11 @@ def main(argv=None) -> int:
     parser.add_argument("--exercise", default="online-softmax")
     parser.add_argument("--step", default="compose")
     parser.add_argument("--out", default=str(common.RESULTS / "exercise_page.json"))
+    parser.add_argument("--note", default="", help="what the sites are (recorded with the parameters)")
     args = parser.parse_args(argv)
     record = run(args.trials, parse_dists(args.dist), args.exercise, args.step)
+    if args.note:
+        record["parameters"]["note"] = args.note
     rows = [[label, s["ready_ms"], s["first_grade_ms"], s["first_grade_python_ms"], s["regrade_ms"],
              s["judge_ready_ms"], s["longest_task_during_grades_ms"]] for label, s in record["summaries"].items()]
     print(common.table(["site", "ready ms", "first grade ms", "(python ms)", "regrade ms", "judge ready ms",
