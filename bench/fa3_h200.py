@@ -19,13 +19,16 @@ first (the flash-attention bar on two heads). Writes DIR/fa3_h200.json (default 
 ``--persistent`` times, on all 12 shapes of bench/triton_h200.py, the full kernel launched
 persistently (one program per SM, the default) and one program per work item, against cuDNN
 (all in one run), and writes fa3_h200_persistent.json.
-(The ablation rows of fa3_h200.json were recorded before the persistent launch existed: every
-variant there is one program per work item, i.e. ``persistent=False``.)
+Each ablation starts from the variant flash_fa3.choose picks for the shape (recorded in the row
+as ``variant``) and sets the flags above on it; without warp specialisation the launch is one
+program per work item with two warpgroups. (The recorded fa3_h200.json is older, run 2 of
+bench/FA3.md: every variant there is two warpgroups, one program per work item.)
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -70,7 +73,8 @@ def row(d, n, causal, variants, others, log):
     b, h = tb.TOKENS // n, tb.HIDDEN // d
     q, k, v = tb.inputs(b, h, n, d, seed=300 + n + d)[:3]
     fl = tb.flops(n, d, h, b, causal, False)
-    out = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "fwd": {}}
+    out = {"d": d, "n": n, "batch": b, "heads": h, "causal": causal, "fwd": {},
+           "variant": dataclasses.asdict(flash_fa3.choose(d, causal, n))}  # the flags below override it
     for name, flags in variants.items():
         try:
             verdict = check(q, k, v, causal, flags)
@@ -146,9 +150,7 @@ def main():
     else:
         record["rows"] = [row(d, n, c, VARIANTS, ("cudnn",), log) for d, n, c in ABLATION_SHAPES]
         name = "fa3_h200.json"
-    record["tuned"] = {str(key): {"config (BLOCK_N, STAGES)": list(v["config"]), "ms": v["ms"]}
-                       for key, v in flash_fa3.TUNED.items()}
-    record["tuned_key"] = "(d, dtype, causal, warp_spec, pingpong, overlap, N.bit_length())"
+    record["choices"] = {f"d={d} causal={c} N<={n_max}": dataclasses.asdict(var) for d, c, n_max, var in flash_fa3.CHOICES}
     record["seconds"] = time.time() - t0
     with open(os.path.join(args.out, name), "w") as f:
         json.dump(record, f, indent=1)

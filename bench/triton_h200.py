@@ -24,6 +24,7 @@ whole script at tiny sizes on the CPU interpreter (to check the script, not to t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -192,7 +193,7 @@ def tuned_configs():
     out = {}
     for label, kernel in (("fwd", ft._fwd_kernel), ("dkdv", ft._bwd_dkdv_kernel), ("dq", ft._bwd_dq_kernel)):
         out[label] = {str(key): str(cfg) for key, cfg in kernel.cache.items()}
-    out["fa3"] = {str(key): {"config (BLOCK_N, STAGES)": list(v["config"]), "ms": v["ms"]} for key, v in fa3.TUNED.items()}
+    out["fa3"] = {f"d={d} causal={c} N<={n_max}": dataclasses.asdict(var) for d, c, n_max, var in fa3.CHOICES}
     return out
 
 

@@ -480,6 +480,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dist", default=None, help="built site for the chromium engine (default: build one)")
     parser.add_argument("--tiers", default="",
                         help="measure the tiled kernel's tiers instead (portable,subgroup,f16,int8; webgpu_tiers.py)")
+    parser.add_argument("--tier-variants", action="store_true",
+                        help="with --tiers: also time webgpu_tiers.VARIANTS (other tiles, int8 main pass alone)")
     parser.add_argument("--d", default="64", help="head dims for --tiers, e.g. 64,128")
     parser.add_argument("--causal", default="no", help="for --tiers: no, yes or no,yes")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per row for --tiers")

@@ -5,7 +5,8 @@ engines: wgpu-py (wgpu-native, naga) and Dawn (Chrome's engine, Tint) driven fro
 Per engine, tier, d, heads, N and causal: one set of random inputs (float32 normal; the f16 tier
 rounds them to float16), the dispatch spec of the tier (``flash_wgsl_mirror.dispatch_spec`` or
 ``flash_wgsl_int8.dispatch_spec``), one warm-up dispatch whose outputs are checked against the
-float64 reference on sampled query rows, then timed repeats, each one submit of one compute pass
+float64 reference on sampled query rows, back-to-back dispatches for WARM_SECONDS (the GPU's
+clock rises), then timed repeats, each one submit of one compute pass
 (all of a spec's passes: the int8 tier's three quantisation passes are inside the time), timed by
 GPU timestamps at the pass's beginning and end. TFLOP/s count 4·N²·d per head, half that with a
 causal mask (the work a causal kernel must do), as FlashAttention's benchmarks count.
@@ -32,6 +33,11 @@ import common
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "bench" / "webgpu_dawn.mjs"
 CHECK_ROWS = 256
+WARM_SECONDS = 0.25
+"""Back-to-back dispatches before the timed ones, at least this long (and at least two). The
+H200 drops its SM clock to 345-1000 MHz within a second of idling (clocks.csv of the probe run:
+throttle reason 'GPU idle'), and the checks between rows idle it: without this, the first one or
+two timed dispatches of a row ran 2-4x slower than the rest, and a median of three caught them."""
 TOLERANCE = {"portable": 1e-4, "subgroup": 1e-4, "f16": 4e-3}
 INT8_REL_L1, INT8_COS = 0.05, 0.99
 
@@ -213,6 +219,7 @@ def _one(engine, ops, tier, d, h, n, causal, limits, subgroup_size, repeats, log
         ops.dispatch(spec, handle)
         rows = np.unique(np.linspace(0, n - 1, min(n, CHECK_ROWS)).astype(int))
         err = check(tier, spec, ops.outputs(spec, handle), q, k, v, causal, rows)
+        warm_up(ops, spec, handle)
         gpu, wall = [], []
         for _ in range(repeats):
             g, w = ops.dispatch(spec, handle)
@@ -233,6 +240,80 @@ def _one(engine, ops, tier, d, h, n, causal, limits, subgroup_size, repeats, log
         "relL1 {:.2e} cos {:.5f}{}".format(engine, tier, d, h, n, int(causal), ms, row["tflops"], err["max_abs_err_o"],
                                            err["rel_l1"], err["cos_min"], "" if err["valid"] else "  INVALID"))
     return row
+
+
+VARIANTS = (
+    ("int8", "plan_for's plan, main pass alone (the three quantisation passes left out of the time)", {}, True),
+    ("int8", "br=64, bc=32 (twice the keys per tile, half the rows)", {"br": 64, "bc": 32}, False),
+    ("f16", "bc=56 (the key tile float16 staging allows in 16384 bytes, past UNROLL_BLOCK)", {"bc": 56}, False),
+    ("portable", "bc=16", {"bc": 16}, False),
+)
+"""Probes beside the plans (``--tier-variants``), at N = 16384, 16 heads, d = 64, no mask: what a
+different tile or leaving the quantisation out of the time would change. Recorded under
+``variants``, never as the tier's rows (tiling.plan_for stays the one source of the sizes run)."""
+
+
+def variant_plan(tier, d, limits, subgroup_size, sizes):
+    from nlpcore.kernels import tiling
+
+    storage = int(limits.get("maxComputeWorkgroupStorageSize", tiling.WEBGPU_DEFAULT_STORAGE))
+    if not sizes:
+        return tiling.plan_for(tier, d, limits=limits, subgroup_size=subgroup_size)
+    if tier == "int8":
+        return tiling.plan_int8(d, storage, subgroup_size=subgroup_size, **sizes)
+    if tier == "f16":
+        return tiling.plan(d, 2, storage, tier="f16", **sizes)
+    return tiling.plan(d, 4, tiling.WEBGPU_DEFAULT_STORAGE, tier=tier, **sizes)
+
+
+def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, d=64, repeats=5, log=print) -> list:
+    """Time :data:`VARIANTS` on this engine (those of tiers it offers); outputs checked as the rows
+    are, except a main-pass-alone timing (its quantised inputs are not recomputed)."""
+    from nlpcore.kernels import flash_wgsl_int8, flash_wgsl_mirror
+
+    out = []
+    q, k, v = inputs(n, heads, d)
+    for tier, what, sizes, main_only in VARIANTS:
+        if offered.get(tier):
+            continue
+        row = {"engine": engine, "tier": tier, "variant": what, "n": n, "heads": heads, "d": d, "causal": False}
+        try:
+            plan = variant_plan(tier, d, limits, subgroup_size, sizes)
+            spec = (flash_wgsl_int8.dispatch_spec(q, k, v, plan=plan) if tier == "int8"
+                    else flash_wgsl_mirror.dispatch_spec(q, k, v, plan=plan, tier=tier))
+            handle = ops.prepare(spec)
+            ops.dispatch(spec, handle)
+            rows = np.unique(np.linspace(0, n - 1, min(n, CHECK_ROWS)).astype(int))
+            err = check(tier, spec, ops.outputs(spec, handle), q, k, v, False, rows)
+            if main_only:
+                ops.release(handle)
+                spec = dict(spec, passes=[p for p in spec["passes"] if p["entry"] == "main"])
+                handle = ops.prepare(spec)
+                ops.dispatch(spec, handle)
+                err = {"valid": None, "note": "timing only: main pass over zero-filled quantised buffers"}
+            warm_up(ops, spec, handle)
+            times = [ops.dispatch(spec, handle)[0] for _ in range(repeats)]
+            ops.release(handle)
+        except (ValueError, RuntimeError) as e:
+            out.append(dict(row, refused=str(e)[:1000]))
+            log("  variant {:<8} {:<9} {}: refused: {}".format(engine, tier, what, str(e)[:200]))
+            continue
+        ms = common.median(times)
+        out.append(dict(row, constants=spec["constants"], ms=ms, times_ms=times,
+                        tflops=flops(n, heads, d, False) / (ms * 1e-3) / 1e12, **err))
+        log("  variant {:<8} {:<9} {:>9.3f} ms {:>7.2f} TFLOP/s  {} {}".format(
+            engine, tier, ms, out[-1]["tflops"], what, [round(t, 2) for t in times]))
+    return out
+
+
+def warm_up(ops, spec, handle, seconds: float = WARM_SECONDS) -> int:
+    """Dispatch ``spec`` back to back for ``seconds`` (at least twice), so the GPU's clock is up
+    when the timed dispatches start (:data:`WARM_SECONDS`). Returns the number of dispatches."""
+    start, count = time.perf_counter(), 0
+    while count < 2 or time.perf_counter() - start < seconds:
+        ops.dispatch(spec, handle)
+        count += 1
+    return count
 
 
 def accuracy(engine, ops, offered, limits, subgroup_size, *, tiers, ds, n=4096, heads=4, log=print) -> list:
@@ -310,7 +391,9 @@ def run(args, wgpu_runner, log=print) -> dict:
               "command": "bench/webgpu_attention.py " + " ".join(args.argv),
               "machine": common.machine(["wgpu"]),
               "parameters": {"tiers": tiers, "d": ds, "heads": heads, "sizes": sizes, "causal": causals,
-                             "repeats": args.repeats, "warmup": 1, "checked_rows_per_head": CHECK_ROWS,
+                             "repeats": args.repeats, "warmup": "one checked dispatch, then back-to-back dispatches for at least {} s "
+                                       "(webgpu_tiers.WARM_SECONDS)".format(WARM_SECONDS),
+                             "checked_rows_per_head": CHECK_ROWS,
                              "flops": "4·N²·d per head, half that with a causal mask",
                              "validity": {"portable": "max|Δo|, max|Δlse| <= 1e-4", "subgroup": "max|Δo|, max|Δlse| <= 1e-4",
                                           "f16": "max|Δo|, max|Δlse| <= 4e-3",
@@ -334,9 +417,11 @@ def run(args, wgpu_runner, log=print) -> dict:
             raise ValueError("--engines: unknown engine {!r} (wgpu-py, dawn)".format(name))
         rows = measure(name, runner, offered, limits, sg, tiers=tiers, ds=ds, heads=heads, sizes=sizes,
                        causals=causals, repeats=args.repeats, log=log)
+        if getattr(args, "tier_variants", False):
+            record.setdefault("variants", []).extend(variants(name, runner, offered, limits, sg, log=log))
         if args.accuracy:
             record["accuracy"] += accuracy(name, runner, offered, limits, sg, tiers=tiers, ds=ds, log=log)
-        record["engines"].append({"engine": name, "adapter": adapter, "adapter_info": info,
+        record["engines"].append({"engine": name, "run": "tiers", "adapter": adapter, "adapter_info": info,
                                   "cpu_adapter": "llvmpipe" in adapter.lower() or "swiftshader" in adapter.lower(),
                                   "tiers_offered": {t: (why or "yes") for t, why in offered.items()},
                                   "timing": "timestamp-query" if runner.timestamps else "wall", "rows": rows})
@@ -357,16 +442,23 @@ portable target counts the subgroup variant too (it is float32 on any subgroup a
 
 
 TIER_LIMITS = {
-    "portable": "float32 multiply-adds on CUDA cores (WebGPU's portable subset has no matrix units), each fed by a "
-                "workgroup-memory read of a staged K or V slot; the same speed through Dawn and through wgpu-py",
-    "subgroup": "two rows an invocation (half the workgroup-memory reads per multiply-add) did not speed it up "
-                "through wgpu-py and halved it through Dawn, so those reads are not the only limit; no disassembly "
-                "was taken to see whether registers spill",
-    "f16": "float16 data with float32 arithmetic does the portable kernel's multiply-adds plus conversions; it saves "
-           "memory traffic, which is not the limit; Dawn offers no shader-f16 on this driver, so only wgpu-py ran it",
-    "int8": "Q Kᵀ runs on the tensor cores, but the softmax and P·V (half the counted work) stay float32 on CUDA cores, "
-            "the plan's key tiles are 16 keys (two barriers every 16 keys), and the three quantisation passes are "
-            "inside the time",
+    "portable": "float32 on CUDA cores (WebGPU's portable subset has no matrix units); the same speed through Dawn and "
+                "wgpu-py, and with 16-key tiles as with 28 (variants), so neither the compiler nor the barriers per "
+                "tile set it. Taking the score multiply-adds away does not help much either: the int8 tier, whose "
+                "scores come from the tensor cores, runs about as fast, so the per-key online softmax (exp, max, "
+                "rescaling o every four keys) and the float32 P·V with its workgroup-memory reads of V bound it. "
+                "Causal runs at 0.56x the non-causal time (tiles above the diagonal skipped); the earlier 2x-slower "
+                "causal rows were dispatches timed while the GPU's clock was still idling low",
+    "subgroup": "two rows an invocation (half the workgroup-memory reads per multiply-add) runs at the portable tier's "
+                "speed through both engines once the clock is warm, so those reads are not the limit; at d = 128 "
+                "(two lanes a row, partial scores by shuffles) it is half as fast as the portable tier",
+    "f16": "float16 data with float32 arithmetic does the portable kernel's multiply-adds plus a conversion per staged "
+           "element; 56-key tiles (variants) are no faster than 28, so the tile size is not the limit; Dawn offers no "
+           "shader-f16 on this driver, so only wgpu-py ran it",
+    "int8": "Q Kᵀ runs on the tensor cores, but the online softmax and P·V stay float32 on CUDA cores, as much work as "
+            "the whole portable kernel does (which runs about as fast); the three quantisation passes cost 3 % (main "
+            "pass alone: variants) and 64-row, 32-key tiles were slower. Next: P·V on subgroup matrices too (P and V "
+            "to int8), and the softmax once per tile instead of every four keys",
 }
 
 
@@ -422,7 +514,26 @@ def summary(record: dict) -> str:
     return text + "\n\n" + common.table(["tier", "engine", "d", "inputs", "rel L1", "worst row cosine"], acc)
 
 
+def merge(tiers: dict, into: dict) -> dict:
+    """``into`` (the recorded webgpu_h200.json) with its tier run replaced by ``tiers`` (a record of
+    :func:`run`): engines marked ``run: "tiers"`` swapped, the run's facts under ``tiers``, and its
+    accuracy, SDPA ceiling, variants, peaks and targets. The earlier tiled-vs-naive engine stays."""
+    out = dict(into)
+    out["engines"] = [e for e in into["engines"] if e.get("run") != "tiers"] + \
+                     [dict(e, run="tiers") for e in tiers["engines"]]
+    out["tiers"] = {key: tiers[key] for key in ("recorded_at", "command", "machine", "parameters", "total_seconds")}
+    for key in ("accuracy", "sdpa", "variants", "tier_peaks_tflops"):
+        out[key] = tiers.get(key, [])
+    out["tier_targets"] = tier_targets(out["engines"])
+    return out
+
+
 if __name__ == "__main__":
     import sys
 
-    print(summary(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))
+    if sys.argv[1] == "--merge":  # webgpu_tiers.py --merge NEW.json RECORD.json: RECORD updated in place
+        record = merge(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8")),
+                       json.loads(Path(sys.argv[3]).read_text(encoding="utf-8")))
+        print("wrote", common.write_result(Path(sys.argv[3]), record))
+    else:
+        print(summary(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))

@@ -263,6 +263,21 @@ def copy_tree(source: pathlib.Path, dest: pathlib.Path, pattern: str = "*") -> N
             copy(path, dest / rel)
 
 
+def compose_shaders(source: pathlib.Path, dest: pathlib.Path) -> None:
+    """wgsl/*.wgsl into dest as the pages compile them: each ``// #include <file> <region>`` line
+    replaced by that region (nlpcore.shaders.compose, loaded from its file: it imports nothing of
+    nlpcore), so the browser fetches the same text Python composes. src/wgsl keeps the files as written."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_lab_shaders", ROOT / "py" / "nlpcore" / "shaders.py")
+    shaders = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shaders)
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.glob("*.wgsl")):
+        text = shaders.compose(path.read_text(encoding="utf-8"), path.name)
+        (dest / path.name).write_text(text, encoding="utf-8")
+
+
 def write_json(path: pathlib.Path, value) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
@@ -460,7 +475,7 @@ def build(out: pathlib.Path) -> dict:
         raise BuildError(f"--out {out} would overwrite the sources")
     clean_output(out)
     copy_tree(ROOT / "site", out)
-    copy_tree(ROOT / "wgsl", out / "wgsl", "*.wgsl")
+    compose_shaders(ROOT / "wgsl", out / "wgsl")
     copy_tree(ROOT / "bench" / "results", out / "bench" / "results", "*.json")
     copy_tree(ROOT / "py" / "nlpcore", out / "src" / "nlpcore", "*.py")
     copy_tree(ROOT / "wgsl", out / "src" / "wgsl", "*.wgsl")

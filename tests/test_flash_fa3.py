@@ -9,6 +9,7 @@ checked on a Hopper GPU by tests/test_flash_fa3_gpu.py.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import pathlib
@@ -56,7 +57,7 @@ def test_refusals_name_the_argument(bad, match):
 
 def test_pingpong_needs_warp_specialisation():
     with pytest.raises(ValueError, match="pingpong=True needs warp_spec=True"):
-        flash_fa3.forward(*_qkv(), warp_spec=False)
+        flash_fa3.forward(*_qkv(), warp_spec=False, pingpong=True)
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="the reasons below are the CPU's")
@@ -130,16 +131,55 @@ def test_compiles_for_sm90a_with_fa3s_structure(warp_spec):
     assert math.isclose(kern.LN2.value, math.log(2))
 
 
+@pytest.mark.skipif(not _gluon_hopper(), reason="this Triton has no Gluon Hopper API (Triton >= 3.6)")
+def test_three_consumer_variant_compiles_for_sm90a():
+    """Three consumer warpgroups (FlashAttention-3's d = 64 layout), fused K/V barriers and the
+    balanced causal schedule compile for sm_90a; the consumers take 160 registers each."""
+    from nlpcore.kernels import flash_fa3_gluon as kern
+
+    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
+    code = ("import sys; from nlpcore.kernels import flash_fa3_gluon as k; "
+            "sys.stdout.write(k.compile_for_hopper(64, 'bf16', causal=True, consumers=3, stages=3, "
+            "kv_fused=True, balance=True).asm['ptx'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    regs = {int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", proc.stdout)}
+    assert kern.CONSUMER_REGS_3.value in regs and kern.PRODUCER_REGS.value in regs, regs
+    assert "wgmma.mma_async" in proc.stdout and "cp.async.bulk.tensor.3d" in proc.stdout
+
+
 def _generated(text, marker):
     start = text.index("<!-- generated table: " + marker)
     start = text.index("\n", start) + 1
     return text[start:text.index("<!-- end generated table -->", start)].strip()
 
 
+def test_choice_table_is_the_sweeps_rule():
+    """flash_fa3.CHOICES is what bench/fa3_h200_variants.py's rule picks from the recorded sweep
+    (the fastest candidate that passed its float64 check, per head dim, mask and N)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import fa3_h200_variants as sweep
+    finally:
+        sys.path.pop(0)
+    record = json.loads((ROOT / "bench" / "results" / "fa3_h200_variants.json").read_text(encoding="utf-8"))
+    want = [(d, c, n_max, flash_fa3.Variant(**kw)) for d, c, n_max, kw in sweep.choices(record)]
+    assert list(flash_fa3.CHOICES) == want
+    for row in record["rows"]:  # every shape's choice passed its check in that run
+        name = sweep.best(row)
+        assert row["fwd"][name]["check"]["ok"], (row["d"], row["n"], row["causal"], name)
+        assert flash_fa3.choose(row["d"], row["causal"], row["n"]) == flash_fa3.Variant(**row["fwd"][name]["variant"])
+
+
 @pytest.mark.parametrize("marker, script, record", [
     ("triton_h200.py --markdown-fa3", "triton_h200.py", "triton_h200.json"),
     ("fa3_h200.py --markdown bench/results/fa3_h200.json", "fa3_h200.py", "fa3_h200.json"),
     ("fa3_h200.py --markdown bench/results/fa3_h200_persistent.json", "fa3_h200.py", "fa3_h200_persistent.json"),
+    ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants_run4.json", "fa3_h200_variants.py",
+     "fa3_h200_variants_run4.json"),
+    ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants.json", "fa3_h200_variants.py",
+     "fa3_h200_variants.json"),
 ])
 def test_fa3_md_tables_are_the_records(marker, script, record):
     """bench/FA3.md's tables are generated from the recorded H200 runs, never typed."""

@@ -64,6 +64,26 @@ def test_ablations_stay_correct(flags, d, causal):
     _check(q, k, v, causal, **flags)
 
 
+V = flash_fa3.Variant
+
+
+@pytest.mark.parametrize("variant, d", [
+    (V(consumers=3, stages=3), 64), (V(consumers=3, stages=3, pingpong=False), 64),
+    (V(consumers=3, block_n=64, stages=4), 64), (V(consumers=3, stages=3, kv_fused=True), 64),
+    (V(stages=3, kv_fused=True), 64), (V(kv_fused=True), 128),
+    (V(balance=True), 128), (V(balance=True, persistent=False), 128), (V(consumers=3, stages=3, balance=True), 64),
+    (V(consumers=3, stages=3, balance=True, persistent=False), 64), (V(stages=3, kv_fused=True, balance=True), 64),
+    (V(snake=True), 128), (V(pingpong=False, snake=True), 128), (V(consumers=3, stages=3, snake=True), 64),
+])
+@pytest.mark.parametrize("n", [1000, 4097])
+@pytest.mark.parametrize("causal", [False, True])
+def test_variants_stay_correct(variant, d, n, causal):
+    """Every candidate of bench/fa3_h200_variants.py: three warpgroups (192-row items, a ragged
+    last item at both N), fused K/V barriers, the longest-first and snake causal schedules."""
+    q, k, v = _inputs(2, 3, n, d, torch.bfloat16, seed=n + d)
+    _check(q, k, v, causal, variant=variant)
+
+
 def test_one_key_tile_and_single_row():
     for n in (1, 64, 128, 129):
         q, k, v = _inputs(1, 1, n, 128, torch.float16, seed=n)

@@ -236,4 +236,23 @@ def test_emulated_source_replaces_only_the_matrix_block():
     out = int8.emulated_source(text)
     code = [line for line in out.split("\n") if not line.lstrip().startswith("//")]
     assert "subgroupMatrix" in text and not any("subgroupMatrix" in l or "subgroup_matrix" in l for l in code)
-    assert out.count("fn quantize_k") == 1 and out.count("pair_update(&o_a") == 1
+    assert out.count("fn quantize_k") == 1 and out.count("chunk_update(&o_reg, alpha, p") == 1
+
+
+@pytest.mark.parametrize("name", sorted(set(mirror.TIER_SHADERS.values()) | {int8.SHADER, "attention_naive.wgsl"}))
+def test_tier_shaders_compose_from_marked_regions(name):
+    raw, text = shaders.raw(name), shaders.text(name)
+    includes = [line for line in raw.split("\n") if shaders.INCLUDE.match(line)]
+    assert not any(shaders.INCLUDE.match(line) for line in text.split("\n")), name
+    for line in includes:  # every include's region appears in the composed text as it stands
+        other, part = shaders.INCLUDE.match(line).groups()
+        assert shaders.region(shaders.text(other), part) in text, (name, other, part)
+    if name != "flash_fwd.wgsl":
+        assert includes, "{} repeats flash_fwd.wgsl instead of including its regions".format(name)
+
+
+def test_compose_names_a_missing_region():
+    with pytest.raises(ValueError, match="no such part"):
+        shaders.compose("// #include flash_fwd.wgsl no such part\n", "test.wgsl")
+    with pytest.raises(ValueError, match="'dup'"):
+        shaders.region("// --- dup begin\n// --- dup end\n// --- dup begin\n// --- dup end\n", "dup")

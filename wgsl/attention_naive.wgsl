@@ -36,24 +36,10 @@ override D: u32;
 override DV: u32;
 override WG: u32;
 
-struct Params {
-  n_q: u32,
-  n_k: u32,
-  causal: u32,
-  has_mask: u32,
-  mask_batch_stride: u32,
-  mask_row_stride: u32,
-  scale: f32,
-  _pad: u32,
-}
+// #include flash_fwd.wgsl params
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> mask_bits: array<u32>;
-@group(0) @binding(5) var<storage, read_write> o: array<f32>;
-@group(0) @binding(6) var<storage, read_write> lse: array<f32>;
+// #include flash_fwd.wgsl bindings
 @group(0) @binding(7) var<storage, read_write> s_buf: array<f32>;
 
 // The softmax pass's per-invocation partial max / sum, and the row's total of each.
@@ -61,16 +47,7 @@ var<workgroup> partial: array<f32, WG>;
 var<workgroup> row_max: f32;
 var<workgroup> row_sum: f32;
 
-fn allowed(b: u32, qi: u32, kj: u32) -> bool {
-  if (params.causal != 0u && kj > qi) {
-    return false;
-  }
-  if (params.has_mask != 0u) {
-    let bit = b * params.mask_batch_stride + qi * params.mask_row_stride + kj;
-    return ((mask_bits[bit / 32u] >> (bit % 32u)) & 1u) != 0u;
-  }
-  return true;
-}
+// #include flash_fwd.wgsl allowed
 
 // S[b, qi, kj] = scale · q_i·k_j, or MASKED_SCORE where the pair is masked.
 @compute @workgroup_size(WG)

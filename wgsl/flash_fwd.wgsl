@@ -69,6 +69,7 @@
 // flash_wgpu.run_spec refuses one over the limit on lavapipe. Browsers (Dawn on SwiftShader or
 // a GPU) and GPU drivers have no such limit.
 
+// --- sentinel begin: the tier shaders include the regions marked like this one ---
 // A masked score. WGSL has no infinity literal, and an implementation may assume floats are
 // finite (WGSL spec, "Floating Point Evaluation"), so -inf is not portable: an expression
 // that makes it may give any value. The sentinel stays finite under every operation applied
@@ -76,17 +77,23 @@
 // masked score's probability is set to exactly 0 by comparison, not computed from exp.
 // Valid inputs keep |scale · q·k| far below 1e30 (the host checks).
 const MASKED_SCORE: f32 = -1.0e30;
+// --- sentinel end ---
 
+// --- overrides begin ---
 // vec4 slots of q (and of o) one lane holds in registers: 64 floats.
 const CHUNK4: u32 = 16u;
 
+// --- sizes begin ---
 override BR: u32;
 override BC: u32;
 override D: u32;
 override DV: u32;
 override KS: u32;
+// --- sizes end ---
 override SPART: u32;
+// --- overrides end ---
 
+// --- params begin ---
 struct Params {
   n_q: u32,                // query rows per batch entry
   n_k: u32,                // key rows per batch entry
@@ -97,33 +104,41 @@ struct Params {
   scale: f32,              // score scale, usually 1/sqrt(D)
   _pad: u32,               // uniform structs are read in 16-byte rows
 }
+// --- params end ---
 
 @group(0) @binding(0) var<uniform> params: Params;
+// --- bindings begin ---
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 @group(0) @binding(4) var<storage, read> mask_bits: array<u32>;
 @group(0) @binding(5) var<storage, read_write> o: array<f32>;
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>;
+// --- bindings end ---
 
 var<workgroup> k_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 var<workgroup> s_part: array<f32, SPART>;
 
+// --- main begin ---
 // The entry point first; the helpers it calls follow it.
 @compute @workgroup_size(BR * KS)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
+  // --- prologue begin ---
+  // --- query tile begin ---
   let i = wg.x;                            // query tile index
   let b = wg.z;                            // batch entry
   let q0 = i * BR;                         // first query row of the tile
   let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
+  // --- query tile end ---
   let r = t / KS;                          // this invocation's row within the tile
   let lane = t % KS;                       // and its 64 head dims of that row
   let row_ok = r < rows;                   // rows past the end compute but store nothing
   let qi = q0 + r;                         // the query row, when row_ok
   let width = KS * CHUNK4;                 // vec4 slots per key (or value) row of a tile
   let mine = lane * CHUNK4;                // this lane's first slot within such a row
+  // --- prologue end ---
 
   // This lane's 64 dims of q, pre-multiplied by the scale (so scores come out scaled);
   // o = 0, m = MASKED_SCORE, l = 0.
@@ -132,6 +147,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var m = MASKED_SCORE;
   var l = 0.0;
 
+  // --- key tiles begin ---
   // Key tiles j = 0 .. j_end-1. With causal masking, tiles that start after this query tile's
   // last row are skipped outright (every score in them is masked): j_end is ceil((q0 + rows) /
   // BC), the exclusive bound, clamped to Tc when Nq > Nk. It depends only on the uniform params
@@ -141,6 +157,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   if (params.causal != 0u) {
     j_end = min(t_c, ceil_div(q0 + rows, BC));
   }
+  // --- key tiles end ---
+  // --- tile start begin ---
   for (var j = 0u; j < j_end; j++) {
     workgroupBarrier();                    // everyone is done with the previous K_j, V_j
     let k0 = j * BC;
@@ -161,6 +179,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       v_tile[e] = load_v4((b * params.n_k + k0 + c) * DV + col, nv);
     }
     workgroupBarrier();
+  // --- tile start end ---
 
     // KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile, into s_part
     // (KS is an override, so this branch, and the barrier in it, is uniform).
@@ -191,6 +210,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
                             row_ok && g + 3u < cols && allowed(b, qi, k0 + g + 3u));
       s = select(vec4<f32>(MASKED_SCORE), s, live);
 
+      // --- online softmax begin ---
       // Online softmax: m_new = max(m, max s), p = exp(s - m_new) (exactly 0 for the sentinel),
       // l = alpha · l + Σ p with alpha = exp(m - m_new); then o = alpha · o + Σ_u p_u · v_{g+u}.
       let m_new = max(m, max(max(s.x, s.y), max(s.z, s.w)));
@@ -199,9 +219,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       l = alpha * l + (p.x + p.y) + (p.z + p.w);
       m = m_new;
       chunk_update(&o_reg, alpha, p, g * width + mine, width);
+      // --- online softmax end ---
     }
   }
 
+  // --- finish begin ---
   // o = o / l and lse = m + log l. A row with no allowed key has l = 0 and o = 0 (every p was
   // exactly 0): it gets o = 0 and lse = MASKED_SCORE, which the host decodes to -inf. Dividing
   // by safe_l = 1 there keeps 0/0 and log 0 from ever being evaluated.
@@ -212,21 +234,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       lse[b * params.n_q + qi] = select(m + log(safe_l), MASKED_SCORE, l == 0.0);
     }
   }
+  // --- finish end ---
 }
+// --- main end ---
 
+// --- basics begin ---
 // 64 floats of one row: a lane's share of q or of o.
 alias Chunk = array<vec4<f32>, CHUNK4>;
 
 fn ceil_div(a: u32, b: u32) -> u32 {
   return (a + b - 1u) / b;
 }
+// --- basics end ---
 
 // --- chunk helpers begin: the WGSL exercise's Scratch step includes this block as it stands ---
 
+// --- chunk io begin ---
+// --- present begin ---
 // How many of the four elements at column `col` of a row of `width` exist (0..4).
 fn present(col: u32, width: u32) -> u32 {
   return select(min(width - col, 4u), 0u, col >= width);
 }
+// --- present end ---
 
 // Four consecutive elements of a row starting at flat index `at`; only the first `n` exist,
 // the rest read as 0. A row's length need not be a multiple of 4, so rows are not
@@ -259,6 +288,7 @@ fn load_v4(at: u32, n: u32) -> vec4<f32> {
   return x;
 }
 
+// --- chunk q begin ---
 // Four elements of query row `row` (flat index of its first element) at column `col`, scaled;
 // those past D, and all of them when `ok` is false, read as 0.
 fn q_slot(row: u32, col: u32, ok: bool, scale: f32) -> vec4<f32> {
@@ -277,6 +307,7 @@ fn chunk_load_q(row: u32, c: u32, ok: bool, scale: f32) -> Chunk {
     q_slot(row, c + 48u, ok, scale), q_slot(row, c + 52u, ok, scale),
     q_slot(row, c + 56u, ok, scale), q_slot(row, c + 60u, ok, scale));
 }
+// --- chunk q end ---
 
 // Write y = o / safe_l, four elements at column `col` of output row `row`, those that exist.
 fn store_o4(row: u32, col: u32, y: vec4<f32>) {
@@ -287,6 +318,7 @@ fn store_o4(row: u32, col: u32, y: vec4<f32>) {
   if (n > 3u) { o[row + col + 3u] = y.w; }
 }
 
+// --- chunk o begin ---
 // A lane's 64 dims of o, divided by safe_l, into output row `row` from column `col0`.
 fn chunk_store_o(o_reg: ptr<function, Chunk>, row: u32, col0: u32, safe_l: f32) {
   store_o4(row, col0, (*o_reg)[0] / safe_l);
@@ -306,6 +338,8 @@ fn chunk_store_o(o_reg: ptr<function, Chunk>, row: u32, col0: u32, safe_l: f32) 
   store_o4(row, col0 + 56u, (*o_reg)[14] / safe_l);
   store_o4(row, col0 + 60u, (*o_reg)[15] / safe_l);
 }
+// --- chunk o end ---
+// --- chunk io end ---
 
 // q·k over one lane's 64 dims, k starting at slot `at` of k_tile (constant indices into q).
 fn chunk_dot(q_reg: ptr<function, Chunk>, at: u32) -> f32 {
@@ -320,6 +354,7 @@ fn chunk_dot(q_reg: ptr<function, Chunk>, at: u32) -> f32 {
   return (a + b) + (c + d);
 }
 
+// --- chunk update begin ---
 // o = alpha · o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over one lane's 64 dims, where value
 // row u starts at slot at + u·stride of v_tile (constant indices into o).
 fn chunk_update(o_reg: ptr<function, Chunk>, alpha: f32, p: vec4<f32>, at: u32, stride: u32) {
@@ -343,9 +378,11 @@ fn chunk_update(o_reg: ptr<function, Chunk>, alpha: f32, p: vec4<f32>, at: u32, 
   (*o_reg)[14] = alpha * (*o_reg)[14] + p.x * v_tile[at + 14u] + p.y * v_tile[a1 + 14u] + p.z * v_tile[a2 + 14u] + p.w * v_tile[a3 + 14u];
   (*o_reg)[15] = alpha * (*o_reg)[15] + p.x * v_tile[at + 15u] + p.y * v_tile[a1 + 15u] + p.z * v_tile[a2 + 15u] + p.w * v_tile[a3 + 15u];
 }
+// --- chunk update end ---
 
 // --- chunk helpers end ---
 
+// --- allowed begin ---
 // May query `qi` of batch entry `b` attend key `kj`?
 fn allowed(b: u32, qi: u32, kj: u32) -> bool {
   if (params.causal != 0u && kj > qi) {
@@ -357,3 +394,4 @@ fn allowed(b: u32, qi: u32, kj: u32) -> bool {
   }
   return true;
 }
+// --- allowed end ---

@@ -34,11 +34,14 @@
 // main, per key tile j: stage V_j (float32) in workgroup memory; the workgroup's subgroups share
 // the (BR/16)·(BC/16) 16 x 16 result blocks of S_ij, each summing D/32 products of a Q8 block
 // and a K8 block read straight from the quantised buffers, and store them to s_tile; then every
-// invocation runs the portable kernel's online softmax and o update, four keys at a time, for
-// TWO query rows and 32 of their head dims (o in registers: 2 x 32 floats), so each staged value
-// read from workgroup memory serves two rows (the portable kernel: one). Barriers per key tile:
-// two. Measured on the H200 (bench/results/webgpu_h200.json): this tier is no faster than the
-// portable one; the float32 P·V, the 16-key tiles and the quantisation passes remain.
+// invocation runs the portable kernel's online softmax and o update (included from
+// flash_fwd.wgsl, line for line), four keys at a time, as lane t % KS of row t / KS with 64 head
+// dims of o in registers. Unlike the portable kernel it holds no q (the tensor cores read Q8),
+// so it needs half the registers. Barriers per key tile: two. On the H200 (N = 16384, 16 heads,
+// d = 64) it ran at 18.5 TFLOP/s (bench/results/webgpu_h200.json), about the portable kernel's
+// speed: the float32 softmax and P·V, not the scores, bound both. An earlier version gave each
+// invocation two rows of 32 dims, each staged value read serving two rows, but each row pair's
+// softmax done by both of its invocations: 16.9 (bench/results/webgpu_h200_probe.json).
 //
 // Subgroup-matrix calls must run in subgroup-uniform control flow with subgroup-uniform
 // arguments. The blocks a subgroup takes depend on its index t / subgroup_size, the same for
@@ -60,14 +63,10 @@ enable subgroups;
 enable chromium_experimental_subgroup_matrix;
 diagnostic(off, chromium.subgroup_matrix_uniformity);
 
-// A masked score (flash_fwd.wgsl explains the finite sentinel).
-const MASKED_SCORE: f32 = -1.0e30;
+// #include flash_fwd.wgsl sentinel
 
 // vec4 slots of a staged value row per 64 head dims (the v_tile layout of flash_fwd.wgsl).
 const CHUNK4: u32 = 16u;
-
-// vec4 slots of o one invocation holds per row: 32 floats, for each of its two rows.
-const HALF4: u32 = 8u;
 
 // Invocations of the quantisation passes.
 const QWG: u32 = 64u;
@@ -77,30 +76,12 @@ const QWG: u32 = 64u;
 // plan keeps BR·BC within it (tiling.S_TILE).
 const S_TILE: u32 = 2048u;
 
-override BR: u32;
-override BC: u32;
-override D: u32;
-override DV: u32;
-override KS: u32;
+// #include flash_fwd.wgsl sizes
 
-struct Params {
-  n_q: u32,                // query rows per batch entry
-  n_k: u32,                // key rows per batch entry
-  causal: u32,             // 1: query i may attend key j only if j <= i
-  has_mask: u32,           // 1: consult mask_bits
-  mask_batch_stride: u32,  // bits between batch entries of the mask
-  mask_row_stride: u32,    // bits between query rows of the mask (0 = key padding)
-  scale: f32,              // score scale, usually 1/sqrt(D)
-  _pad: u32,               // uniform structs are read in 16-byte rows
-}
+// #include flash_fwd.wgsl params
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> mask_bits: array<u32>;
-@group(0) @binding(5) var<storage, read_write> o: array<f32>;
-@group(0) @binding(6) var<storage, read_write> lse: array<f32>;
+// #include flash_fwd.wgsl bindings
 @group(0) @binding(7) var<storage, read_write> q8: array<i32>;
 @group(0) @binding(8) var<storage, read_write> k8: array<i32>;
 @group(0) @binding(9) var<storage, read_write> q_scale: array<f32>;
@@ -118,37 +99,18 @@ var<workgroup> red: array<f32, QWG>;      // quantisation passes: partial maxima
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_index) t: u32,
         @builtin(subgroup_size) sg_size: u32) {
-  let i = wg.x;                            // query tile index
-  let b = wg.z;                            // batch entry
-  let q0 = i * BR;                         // first query row of the tile
-  let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
-  // Invocation t owns rows ra = 2·(t / LP) and rb = ra + 1 of the tile, and 32 of their head
-  // dims, slots [8·half, 8·half + 8) of a value row (LP = 2·KS invocations share a row pair).
-  let lp = 2u * KS;
-  let ra = 2u * (t / lp);
-  let rb = ra + 1u;
-  let half = t % lp;
-  let ok_a = ra < rows;                    // rows past the end compute but store nothing
-  let ok_b = rb < rows;
-  let width = KS * CHUNK4;                 // vec4 slots per value row of v_tile
-  let mine = half * HALF4;                 // this invocation's first slot within such a row
+  // #include flash_fwd.wgsl prologue
   let t_r = ceil_div(params.n_q, BR);
-  let t_c = ceil_div(params.n_k, BC);
   let q_rows = t_r * BR;                   // rows of q8 per batch entry (zero-padded)
-  let k_rows = t_c * BC;                   // rows of k8 per batch entry (zero-padded)
+  let k_rows = ceil_div(params.n_k, BC) * BC;  // rows of k8 per batch entry (zero-padded)
   let dq = q_scale[b * t_r + i] * params.scale;
 
-  var o_a = Half();
-  var o_b = Half();
-  var m_a = MASKED_SCORE;
-  var m_b = MASKED_SCORE;
-  var l_a = 0.0;
-  var l_b = 0.0;
+  // No q in registers (the tensor cores read Q8); o = 0, m = MASKED_SCORE, l = 0.
+  var o_reg = Chunk();
+  var m = MASKED_SCORE;
+  var l = 0.0;
 
-  var j_end = t_c;
-  if (params.causal != 0u) {
-    j_end = min(t_c, ceil_div(q0 + rows, BC));
-  }
+  // #include flash_fwd.wgsl key tiles
   for (var j = 0u; j < j_end; j++) {
     workgroupBarrier();                    // everyone is done with the previous V_j and S_ij
     let k0 = j * BC;
@@ -192,31 +154,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     // --- S_ij on subgroup matrices end ---
     workgroupBarrier();
 
-    // Four keys g .. g+3 at a time for both rows: the portable kernel's online softmax, with the
-    // scores dequantised; each staged value slot is read once and used for both rows.
-    let f = dq * k_scale[b * t_c + j];
+    // Four keys g .. g+3 at a time: the row's scores, dequantised and masked, then the portable
+    // kernel's online softmax and o update, its own lines.
+    let f = dq * k_scale[b * ceil_div(params.n_k, BC) + j];
     for (var g = 0u; g < BC; g += 4u) {
       let n_live = select(0u, cols - g, g < cols);   // keys g .. g+3 that exist
-      let sa = scores(ra * BC + g, f, ok_a, b, q0 + ra, k0 + g, n_live);
-      let sb = scores(rb * BC + g, f, ok_b, b, q0 + rb, k0 + g, n_live);
-      let mn_a = max(m_a, max(max(sa.x, sa.y), max(sa.z, sa.w)));
-      let mn_b = max(m_b, max(max(sb.x, sb.y), max(sb.z, sb.w)));
-      let pa = select(exp(sa - vec4<f32>(mn_a)), vec4<f32>(0.0), sa == vec4<f32>(MASKED_SCORE));
-      let pb = select(exp(sb - vec4<f32>(mn_b)), vec4<f32>(0.0), sb == vec4<f32>(MASKED_SCORE));
-      let alpha_a = exp(m_a - mn_a);
-      let alpha_b = exp(m_b - mn_b);
-      l_a = alpha_a * l_a + (pa.x + pa.y) + (pa.z + pa.w);
-      l_b = alpha_b * l_b + (pb.x + pb.y) + (pb.z + pb.w);
-      m_a = mn_a;
-      m_b = mn_b;
-      pair_update(&o_a, &o_b, alpha_a, alpha_b, pa, pb, g * width + mine, width);
+      let s = scores(r * BC + g, f, row_ok, b, qi, k0 + g, n_live);
+      // #include flash_fwd.wgsl online softmax
     }
   }
 
-  // o = o / l; lse = m + log l + scale·q·k̄ (the smoothing's shift added back). A row with no
-  // allowed key gets o = 0 and lse = MASKED_SCORE.
-  finish(&o_a, l_a, m_a, ok_a, b, q0 + ra, half);
-  finish(&o_b, l_b, m_b, ok_b, b, q0 + rb, half);
+  // #include flash_fwd.wgsl finish
+  // The smoothing lowered every score of row qi by scale·q·k̄: lse gets it back (same rounding
+  // as adding it in the expression above, which left-to-right evaluation makes the same).
+  if (row_ok && lane == 0u && l != 0.0) {
+    lse[b * params.n_q + qi] += q_shift[b * params.n_q + qi];
+  }
 }
 
 // Column sums of the BC keys of block wg.x: k_sum[b, j, :] = Σ_c k[b, k0 + c, :], in key order.
@@ -296,87 +249,17 @@ fn quantize_q(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
   }
 }
 
-// 32 floats of one row's o: what one invocation holds for each of its two rows.
-alias Half = array<vec4<f32>, HALF4>;
 
 // Scores of keys kj .. kj+3 for query row qi, read from s_tile at `at` and dequantised by f;
 // masked, out-of-range (n_live of the four exist) or past-the-end (ok false) ones are the sentinel.
 fn scores(at: u32, f: f32, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> vec4<f32> {
   let s = vec4<f32>(f32(s_tile[at]), f32(s_tile[at + 1u]), f32(s_tile[at + 2u]), f32(s_tile[at + 3u])) * f;
-  let live = vec4<bool>(ok && 0u < n_live && allowed(b, qi, kj), ok && 1u < n_live && allowed(b, qi, kj + 1u),
-                        ok && 2u < n_live && allowed(b, qi, kj + 2u), ok && 3u < n_live && allowed(b, qi, kj + 3u));
-  return select(vec4<f32>(MASKED_SCORE), s, live);
+  return masked(s, ok, b, qi, kj, n_live);
 }
 
-// o = alpha · o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over 32 dims of two rows at once, value
-// row u at slot at + u·stride of v_tile: each staged slot is read once for both rows.
-fn pair_update(o_a: ptr<function, Half>, o_b: ptr<function, Half>, alpha_a: f32, alpha_b: f32,
-               pa: vec4<f32>, pb: vec4<f32>, at: u32, stride: u32) {
-  let a1 = at + stride;
-  let a2 = a1 + stride;
-  let a3 = a2 + stride;
-  {
-    let v0 = v_tile[at]; let v1 = v_tile[a1]; let v2 = v_tile[a2]; let v3 = v_tile[a3];
-    (*o_a)[0] = alpha_a * (*o_a)[0] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
-    (*o_b)[0] = alpha_b * (*o_b)[0] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
-  }
-  {
-    let v0 = v_tile[at + 1u]; let v1 = v_tile[a1 + 1u]; let v2 = v_tile[a2 + 1u]; let v3 = v_tile[a3 + 1u];
-    (*o_a)[1] = alpha_a * (*o_a)[1] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
-    (*o_b)[1] = alpha_b * (*o_b)[1] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
-  }
-  {
-    let v0 = v_tile[at + 2u]; let v1 = v_tile[a1 + 2u]; let v2 = v_tile[a2 + 2u]; let v3 = v_tile[a3 + 2u];
-    (*o_a)[2] = alpha_a * (*o_a)[2] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
-    (*o_b)[2] = alpha_b * (*o_b)[2] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
-  }
-  {
-    let v0 = v_tile[at + 3u]; let v1 = v_tile[a1 + 3u]; let v2 = v_tile[a2 + 3u]; let v3 = v_tile[a3 + 3u];
-    (*o_a)[3] = alpha_a * (*o_a)[3] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
-    (*o_b)[3] = alpha_b * (*o_b)[3] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
-  }
-  {
-    let v0 = v_tile[at + 4u]; let v1 = v_tile[a1 + 4u]; let v2 = v_tile[a2 + 4u]; let v3 = v_tile[a3 + 4u];
-    (*o_a)[4] = alpha_a * (*o_a)[4] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
-    (*o_b)[4] = alpha_b * (*o_b)[4] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
-  }
-  {
-    let v0 = v_tile[at + 5u]; let v1 = v_tile[a1 + 5u]; let v2 = v_tile[a2 + 5u]; let v3 = v_tile[a3 + 5u];
-    (*o_a)[5] = alpha_a * (*o_a)[5] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
-    (*o_b)[5] = alpha_b * (*o_b)[5] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
-  }
-  {
-    let v0 = v_tile[at + 6u]; let v1 = v_tile[a1 + 6u]; let v2 = v_tile[a2 + 6u]; let v3 = v_tile[a3 + 6u];
-    (*o_a)[6] = alpha_a * (*o_a)[6] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
-    (*o_b)[6] = alpha_b * (*o_b)[6] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
-  }
-  {
-    let v0 = v_tile[at + 7u]; let v1 = v_tile[a1 + 7u]; let v2 = v_tile[a2 + 7u]; let v3 = v_tile[a3 + 7u];
-    (*o_a)[7] = alpha_a * (*o_a)[7] + pa.x * v0 + pa.y * v1 + pa.z * v2 + pa.w * v3;
-    (*o_b)[7] = alpha_b * (*o_b)[7] + pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
-  }
-}
+// #include flash_fwd_subgroup.wgsl masked
 
-// Row qi's 32 dims of o / l into the output (and, from the first invocation of the row, its lse).
-fn finish(o_reg: ptr<function, Half>, l: f32, m: f32, ok: bool, b: u32, qi: u32, half: u32) {
-  if (!ok) {
-    return;
-  }
-  let safe_l = select(l, 1.0, l == 0.0);
-  let row = (b * params.n_q + qi) * DV;
-  let col0 = half * HALF4 * 4u;
-  store_o4(row, col0 + 0u, (*o_reg)[0] / safe_l);
-  store_o4(row, col0 + 4u, (*o_reg)[1] / safe_l);
-  store_o4(row, col0 + 8u, (*o_reg)[2] / safe_l);
-  store_o4(row, col0 + 12u, (*o_reg)[3] / safe_l);
-  store_o4(row, col0 + 16u, (*o_reg)[4] / safe_l);
-  store_o4(row, col0 + 20u, (*o_reg)[5] / safe_l);
-  store_o4(row, col0 + 24u, (*o_reg)[6] / safe_l);
-  store_o4(row, col0 + 28u, (*o_reg)[7] / safe_l);
-  if (half == 0u) {
-    lse[b * params.n_q + qi] = select(m + log(safe_l) + q_shift[b * params.n_q + qi], MASKED_SCORE, l == 0.0);
-  }
-}
+// #include flash_fwd.wgsl chunk update
 
 // k_bar[d] = (Σ over key blocks, in order, of k_sum[b, j, d]) / Nk.
 fn mean_key(b: u32, t: u32) {
@@ -413,132 +296,8 @@ fn pack_i8(x: vec4<f32>, s: f32) -> i32 {
   return bitcast<i32>(u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u));
 }
 
-// 64 floats of one row: a lane's share of q or of o.
-alias Chunk = array<vec4<f32>, CHUNK4>;
+// #include flash_fwd.wgsl basics
 
-fn ceil_div(a: u32, b: u32) -> u32 {
-  return (a + b - 1u) / b;
-}
+// #include flash_fwd.wgsl chunk io
 
-// --- chunk helpers (as in flash_fwd.wgsl) ---
-
-// How many of the four elements at column `col` of a row of `width` exist (0..4).
-fn present(col: u32, width: u32) -> u32 {
-  return select(min(width - col, 4u), 0u, col >= width);
-}
-
-// Four consecutive elements of a row starting at flat index `at`; only the first `n` exist,
-// the rest read as 0. A row's length need not be a multiple of 4, so rows are not
-// vec4-aligned in memory and are read one f32 at a time. One function per binding: a WGSL
-// function cannot take a pointer to a storage buffer as a parameter.
-fn load_q4(at: u32, n: u32) -> vec4<f32> {
-  var x = vec4<f32>(0.0);
-  if (n > 0u) { x.x = q[at]; }
-  if (n > 1u) { x.y = q[at + 1u]; }
-  if (n > 2u) { x.z = q[at + 2u]; }
-  if (n > 3u) { x.w = q[at + 3u]; }
-  return x;
-}
-
-fn load_k4(at: u32, n: u32) -> vec4<f32> {
-  var x = vec4<f32>(0.0);
-  if (n > 0u) { x.x = k[at]; }
-  if (n > 1u) { x.y = k[at + 1u]; }
-  if (n > 2u) { x.z = k[at + 2u]; }
-  if (n > 3u) { x.w = k[at + 3u]; }
-  return x;
-}
-
-fn load_v4(at: u32, n: u32) -> vec4<f32> {
-  var x = vec4<f32>(0.0);
-  if (n > 0u) { x.x = v[at]; }
-  if (n > 1u) { x.y = v[at + 1u]; }
-  if (n > 2u) { x.z = v[at + 2u]; }
-  if (n > 3u) { x.w = v[at + 3u]; }
-  return x;
-}
-
-// Four elements of query row `row` (flat index of its first element) at column `col`, scaled;
-// those past D, and all of them when `ok` is false, read as 0.
-fn q_slot(row: u32, col: u32, ok: bool, scale: f32) -> vec4<f32> {
-  return scale * load_q4(row + col, select(0u, present(col, D), ok));
-}
-
-// A lane's 64 dims of query row `row` from column `c`, scaled (constant indices into q).
-fn chunk_load_q(row: u32, c: u32, ok: bool, scale: f32) -> Chunk {
-  return Chunk(
-    q_slot(row, c, ok, scale), q_slot(row, c + 4u, ok, scale),
-    q_slot(row, c + 8u, ok, scale), q_slot(row, c + 12u, ok, scale),
-    q_slot(row, c + 16u, ok, scale), q_slot(row, c + 20u, ok, scale),
-    q_slot(row, c + 24u, ok, scale), q_slot(row, c + 28u, ok, scale),
-    q_slot(row, c + 32u, ok, scale), q_slot(row, c + 36u, ok, scale),
-    q_slot(row, c + 40u, ok, scale), q_slot(row, c + 44u, ok, scale),
-    q_slot(row, c + 48u, ok, scale), q_slot(row, c + 52u, ok, scale),
-    q_slot(row, c + 56u, ok, scale), q_slot(row, c + 60u, ok, scale));
-}
-
-// Write y = o / safe_l, four elements at column `col` of output row `row`, those that exist.
-fn store_o4(row: u32, col: u32, y: vec4<f32>) {
-  let n = present(col, DV);
-  if (n > 0u) { o[row + col] = y.x; }
-  if (n > 1u) { o[row + col + 1u] = y.y; }
-  if (n > 2u) { o[row + col + 2u] = y.z; }
-  if (n > 3u) { o[row + col + 3u] = y.w; }
-}
-
-// A lane's 64 dims of o, divided by safe_l, into output row `row` from column `col0`.
-fn chunk_store_o(o_reg: ptr<function, Chunk>, row: u32, col0: u32, safe_l: f32) {
-  store_o4(row, col0, (*o_reg)[0] / safe_l);
-  store_o4(row, col0 + 4u, (*o_reg)[1] / safe_l);
-  store_o4(row, col0 + 8u, (*o_reg)[2] / safe_l);
-  store_o4(row, col0 + 12u, (*o_reg)[3] / safe_l);
-  store_o4(row, col0 + 16u, (*o_reg)[4] / safe_l);
-  store_o4(row, col0 + 20u, (*o_reg)[5] / safe_l);
-  store_o4(row, col0 + 24u, (*o_reg)[6] / safe_l);
-  store_o4(row, col0 + 28u, (*o_reg)[7] / safe_l);
-  store_o4(row, col0 + 32u, (*o_reg)[8] / safe_l);
-  store_o4(row, col0 + 36u, (*o_reg)[9] / safe_l);
-  store_o4(row, col0 + 40u, (*o_reg)[10] / safe_l);
-  store_o4(row, col0 + 44u, (*o_reg)[11] / safe_l);
-  store_o4(row, col0 + 48u, (*o_reg)[12] / safe_l);
-  store_o4(row, col0 + 52u, (*o_reg)[13] / safe_l);
-  store_o4(row, col0 + 56u, (*o_reg)[14] / safe_l);
-  store_o4(row, col0 + 60u, (*o_reg)[15] / safe_l);
-}
-
-// o = alpha · o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over one lane's 64 dims, where value
-// row u starts at slot at + u·stride of v_tile (constant indices into o).
-fn chunk_update(o_reg: ptr<function, Chunk>, alpha: f32, p: vec4<f32>, at: u32, stride: u32) {
-  let a1 = at + stride;
-  let a2 = a1 + stride;
-  let a3 = a2 + stride;
-  (*o_reg)[0] = alpha * (*o_reg)[0] + p.x * v_tile[at] + p.y * v_tile[a1] + p.z * v_tile[a2] + p.w * v_tile[a3];
-  (*o_reg)[1] = alpha * (*o_reg)[1] + p.x * v_tile[at + 1u] + p.y * v_tile[a1 + 1u] + p.z * v_tile[a2 + 1u] + p.w * v_tile[a3 + 1u];
-  (*o_reg)[2] = alpha * (*o_reg)[2] + p.x * v_tile[at + 2u] + p.y * v_tile[a1 + 2u] + p.z * v_tile[a2 + 2u] + p.w * v_tile[a3 + 2u];
-  (*o_reg)[3] = alpha * (*o_reg)[3] + p.x * v_tile[at + 3u] + p.y * v_tile[a1 + 3u] + p.z * v_tile[a2 + 3u] + p.w * v_tile[a3 + 3u];
-  (*o_reg)[4] = alpha * (*o_reg)[4] + p.x * v_tile[at + 4u] + p.y * v_tile[a1 + 4u] + p.z * v_tile[a2 + 4u] + p.w * v_tile[a3 + 4u];
-  (*o_reg)[5] = alpha * (*o_reg)[5] + p.x * v_tile[at + 5u] + p.y * v_tile[a1 + 5u] + p.z * v_tile[a2 + 5u] + p.w * v_tile[a3 + 5u];
-  (*o_reg)[6] = alpha * (*o_reg)[6] + p.x * v_tile[at + 6u] + p.y * v_tile[a1 + 6u] + p.z * v_tile[a2 + 6u] + p.w * v_tile[a3 + 6u];
-  (*o_reg)[7] = alpha * (*o_reg)[7] + p.x * v_tile[at + 7u] + p.y * v_tile[a1 + 7u] + p.z * v_tile[a2 + 7u] + p.w * v_tile[a3 + 7u];
-  (*o_reg)[8] = alpha * (*o_reg)[8] + p.x * v_tile[at + 8u] + p.y * v_tile[a1 + 8u] + p.z * v_tile[a2 + 8u] + p.w * v_tile[a3 + 8u];
-  (*o_reg)[9] = alpha * (*o_reg)[9] + p.x * v_tile[at + 9u] + p.y * v_tile[a1 + 9u] + p.z * v_tile[a2 + 9u] + p.w * v_tile[a3 + 9u];
-  (*o_reg)[10] = alpha * (*o_reg)[10] + p.x * v_tile[at + 10u] + p.y * v_tile[a1 + 10u] + p.z * v_tile[a2 + 10u] + p.w * v_tile[a3 + 10u];
-  (*o_reg)[11] = alpha * (*o_reg)[11] + p.x * v_tile[at + 11u] + p.y * v_tile[a1 + 11u] + p.z * v_tile[a2 + 11u] + p.w * v_tile[a3 + 11u];
-  (*o_reg)[12] = alpha * (*o_reg)[12] + p.x * v_tile[at + 12u] + p.y * v_tile[a1 + 12u] + p.z * v_tile[a2 + 12u] + p.w * v_tile[a3 + 12u];
-  (*o_reg)[13] = alpha * (*o_reg)[13] + p.x * v_tile[at + 13u] + p.y * v_tile[a1 + 13u] + p.z * v_tile[a2 + 13u] + p.w * v_tile[a3 + 13u];
-  (*o_reg)[14] = alpha * (*o_reg)[14] + p.x * v_tile[at + 14u] + p.y * v_tile[a1 + 14u] + p.z * v_tile[a2 + 14u] + p.w * v_tile[a3 + 14u];
-  (*o_reg)[15] = alpha * (*o_reg)[15] + p.x * v_tile[at + 15u] + p.y * v_tile[a1 + 15u] + p.z * v_tile[a2 + 15u] + p.w * v_tile[a3 + 15u];
-}
-
-
-// May query `qi` of batch entry `b` attend key `kj`?
-fn allowed(b: u32, qi: u32, kj: u32) -> bool {
-  if (params.causal != 0u && kj > qi) {
-    return false;
-  }
-  if (params.has_mask != 0u) {
-    let bit = b * params.mask_batch_stride + qi * params.mask_row_stride + kj;
-    return ((mask_bits[bit / 32u] >> (bit % 32u)) & 1u) != 0u;
-  }
-  return true;
-}
+// #include flash_fwd.wgsl allowed

@@ -25,13 +25,7 @@
 
 enable subgroups;
 
-// A masked score. WGSL has no infinity literal, and an implementation may assume floats are
-// finite (WGSL spec, "Floating Point Evaluation"), so -inf is not portable: an expression
-// that makes it may give any value. The sentinel stays finite under every operation applied
-// to it here: as a running max it gives alpha = exp(-1e30 - m) = 0 with no overflow, and a
-// masked score's probability is set to exactly 0 by comparison, not computed from exp.
-// Valid inputs keep |scale · q·k| far below 1e30 (the host checks).
-const MASKED_SCORE: f32 = -1.0e30;
+// #include flash_fwd.wgsl sentinel
 
 // vec4 slots of a staged key or value row per 64 head dims (flash_fwd.wgsl's layout).
 const CHUNK4: u32 = 16u;
@@ -39,30 +33,12 @@ const CHUNK4: u32 = 16u;
 // vec4 slots of q and of o one invocation holds per row: 32 floats, for each of its two rows.
 const HALF4: u32 = 8u;
 
-override BR: u32;
-override BC: u32;
-override D: u32;
-override DV: u32;
-override KS: u32;
+// #include flash_fwd.wgsl sizes
 
-struct Params {
-  n_q: u32,                // query rows per batch entry
-  n_k: u32,                // key rows per batch entry
-  causal: u32,             // 1: query i may attend key j only if j <= i
-  has_mask: u32,           // 1: consult mask_bits
-  mask_batch_stride: u32,  // bits between batch entries of the mask
-  mask_row_stride: u32,    // bits between query rows of the mask (0 = key padding)
-  scale: f32,              // score scale, usually 1/sqrt(D)
-  _pad: u32,               // uniform structs are read in 16-byte rows
-}
+// #include flash_fwd.wgsl params
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> mask_bits: array<u32>;
-@group(0) @binding(5) var<storage, read_write> o: array<f32>;
-@group(0) @binding(6) var<storage, read_write> lse: array<f32>;
+// #include flash_fwd.wgsl bindings
 
 var<workgroup> k_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
@@ -71,10 +47,7 @@ var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 @compute @workgroup_size(BR * KS)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
         @builtin(local_invocation_index) t: u32) {
-  let i = wg.x;                            // query tile index
-  let b = wg.z;                            // batch entry
-  let q0 = i * BR;                         // first query row of the tile
-  let rows = min(BR, params.n_q - q0);     // Br, or fewer in the ragged last tile
+  // #include flash_fwd.wgsl query tile
   // Invocation t owns rows ra = 2·(t / LP) and rb = ra + 1 of the tile and 32 of their head dims,
   // slots [8·part, 8·part + 8) of a key or value row; LP = 2·KS invocations share a row pair and
   // sit side by side, so in one subgroup.
@@ -97,30 +70,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   var l_a = 0.0;
   var l_b = 0.0;
 
-  let t_c = ceil_div(params.n_k, BC);
-  var j_end = t_c;
-  if (params.causal != 0u) {
-    j_end = min(t_c, ceil_div(q0 + rows, BC));
-  }
-  for (var j = 0u; j < j_end; j++) {
-    workgroupBarrier();                    // everyone is done with the previous K_j, V_j
-    let k0 = j * BC;
-    let cols = min(BC, params.n_k - k0);   // Bc, or fewer in the ragged last tile
-
-    // Stage K_j and V_j as flash_fwd.wgsl does.
-    for (var e = t; e < BC * width; e += BR * KS) {
-      let c = e / width;
-      let col = (e % width) * 4u;
-      var nk = 0u;
-      var nv = 0u;
-      if (c < cols) {
-        nk = present(col, D);
-        nv = present(col, DV);
-      }
-      k_tile[e] = load_k4((b * params.n_k + k0 + c) * D + col, nk);
-      v_tile[e] = load_v4((b * params.n_k + k0 + c) * DV + col, nv);
-    }
-    workgroupBarrier();
+  // #include flash_fwd.wgsl key tiles
+  // #include flash_fwd.wgsl tile start
 
     // Four keys g .. g+3 at a time, for both rows.
     for (var g = 0u; g < BC; g += 4u) {
@@ -155,9 +106,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   finish(&o_a, l_a, m_a, ok_a, b, q0 + ra, part);
   finish(&o_b, l_b, m_b, ok_b, b, q0 + rb, part);
 }
-
-// 32 floats of one row's q or o: what one invocation holds for each of its two rows.
-alias Half = array<vec4<f32>, HALF4>;
 
 // Four scores (keys g .. g+3) of each of an invocation's two rows.
 struct Pair {
@@ -215,6 +163,10 @@ fn pair_dot(q_a: ptr<function, Half>, q_b: ptr<function, Half>, at: u32, stride:
   return s;
 }
 
+// 32 floats of one row's q or o: what one invocation holds for each of its two rows.
+alias Half = array<vec4<f32>, HALF4>;
+
+// --- masked begin: flash_fwd_int8.wgsl includes it ---
 // Scores s of keys kj .. kj+3 for query qi with the masked, absent (n_live of four exist) or
 // past-the-end (ok false) ones set to the sentinel.
 fn masked(s: vec4<f32>, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> vec4<f32> {
@@ -222,6 +174,7 @@ fn masked(s: vec4<f32>, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> vec4
                         ok && 2u < n_live && allowed(b, qi, kj + 2u), ok && 3u < n_live && allowed(b, qi, kj + 3u));
   return select(vec4<f32>(MASKED_SCORE), s, live);
 }
+// --- masked end ---
 
 // o = alpha · o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over 32 dims of two rows at once.
 fn pair_update(o_a: ptr<function, Half>, o_b: ptr<function, Half>, alpha_a: f32, alpha_b: f32,
@@ -292,145 +245,8 @@ fn finish(o_reg: ptr<function, Half>, l: f32, m: f32, ok: bool, b: u32, qi: u32,
   }
 }
 
-// 64 floats of one row: a lane's share of q or of o.
-alias Chunk = array<vec4<f32>, CHUNK4>;
+// #include flash_fwd.wgsl basics
 
-fn ceil_div(a: u32, b: u32) -> u32 {
-  return (a + b - 1u) / b;
-}
+// #include flash_fwd.wgsl chunk io
 
-// --- chunk helpers (as in flash_fwd.wgsl) ---
-
-// How many of the four elements at column `col` of a row of `width` exist (0..4).
-fn present(col: u32, width: u32) -> u32 {
-  return select(min(width - col, 4u), 0u, col >= width);
-}
-
-// Four consecutive elements of a row starting at flat index `at`; only the first `n` exist,
-// the rest read as 0. A row's length need not be a multiple of 4, so rows are not
-// vec4-aligned in memory and are read one f32 at a time. One function per binding: a WGSL
-// function cannot take a pointer to a storage buffer as a parameter.
-fn load_q4(at: u32, n: u32) -> vec4<f32> {
-  var x = vec4<f32>(0.0);
-  if (n > 0u) { x.x = q[at]; }
-  if (n > 1u) { x.y = q[at + 1u]; }
-  if (n > 2u) { x.z = q[at + 2u]; }
-  if (n > 3u) { x.w = q[at + 3u]; }
-  return x;
-}
-
-fn load_k4(at: u32, n: u32) -> vec4<f32> {
-  var x = vec4<f32>(0.0);
-  if (n > 0u) { x.x = k[at]; }
-  if (n > 1u) { x.y = k[at + 1u]; }
-  if (n > 2u) { x.z = k[at + 2u]; }
-  if (n > 3u) { x.w = k[at + 3u]; }
-  return x;
-}
-
-fn load_v4(at: u32, n: u32) -> vec4<f32> {
-  var x = vec4<f32>(0.0);
-  if (n > 0u) { x.x = v[at]; }
-  if (n > 1u) { x.y = v[at + 1u]; }
-  if (n > 2u) { x.z = v[at + 2u]; }
-  if (n > 3u) { x.w = v[at + 3u]; }
-  return x;
-}
-
-// Four elements of query row `row` (flat index of its first element) at column `col`, scaled;
-// those past D, and all of them when `ok` is false, read as 0.
-fn q_slot(row: u32, col: u32, ok: bool, scale: f32) -> vec4<f32> {
-  return scale * load_q4(row + col, select(0u, present(col, D), ok));
-}
-
-// A lane's 64 dims of query row `row` from column `c`, scaled (constant indices into q).
-fn chunk_load_q(row: u32, c: u32, ok: bool, scale: f32) -> Chunk {
-  return Chunk(
-    q_slot(row, c, ok, scale), q_slot(row, c + 4u, ok, scale),
-    q_slot(row, c + 8u, ok, scale), q_slot(row, c + 12u, ok, scale),
-    q_slot(row, c + 16u, ok, scale), q_slot(row, c + 20u, ok, scale),
-    q_slot(row, c + 24u, ok, scale), q_slot(row, c + 28u, ok, scale),
-    q_slot(row, c + 32u, ok, scale), q_slot(row, c + 36u, ok, scale),
-    q_slot(row, c + 40u, ok, scale), q_slot(row, c + 44u, ok, scale),
-    q_slot(row, c + 48u, ok, scale), q_slot(row, c + 52u, ok, scale),
-    q_slot(row, c + 56u, ok, scale), q_slot(row, c + 60u, ok, scale));
-}
-
-// Write y = o / safe_l, four elements at column `col` of output row `row`, those that exist.
-fn store_o4(row: u32, col: u32, y: vec4<f32>) {
-  let n = present(col, DV);
-  if (n > 0u) { o[row + col] = y.x; }
-  if (n > 1u) { o[row + col + 1u] = y.y; }
-  if (n > 2u) { o[row + col + 2u] = y.z; }
-  if (n > 3u) { o[row + col + 3u] = y.w; }
-}
-
-// A lane's 64 dims of o, divided by safe_l, into output row `row` from column `col0`.
-fn chunk_store_o(o_reg: ptr<function, Chunk>, row: u32, col0: u32, safe_l: f32) {
-  store_o4(row, col0, (*o_reg)[0] / safe_l);
-  store_o4(row, col0 + 4u, (*o_reg)[1] / safe_l);
-  store_o4(row, col0 + 8u, (*o_reg)[2] / safe_l);
-  store_o4(row, col0 + 12u, (*o_reg)[3] / safe_l);
-  store_o4(row, col0 + 16u, (*o_reg)[4] / safe_l);
-  store_o4(row, col0 + 20u, (*o_reg)[5] / safe_l);
-  store_o4(row, col0 + 24u, (*o_reg)[6] / safe_l);
-  store_o4(row, col0 + 28u, (*o_reg)[7] / safe_l);
-  store_o4(row, col0 + 32u, (*o_reg)[8] / safe_l);
-  store_o4(row, col0 + 36u, (*o_reg)[9] / safe_l);
-  store_o4(row, col0 + 40u, (*o_reg)[10] / safe_l);
-  store_o4(row, col0 + 44u, (*o_reg)[11] / safe_l);
-  store_o4(row, col0 + 48u, (*o_reg)[12] / safe_l);
-  store_o4(row, col0 + 52u, (*o_reg)[13] / safe_l);
-  store_o4(row, col0 + 56u, (*o_reg)[14] / safe_l);
-  store_o4(row, col0 + 60u, (*o_reg)[15] / safe_l);
-}
-
-// q·k over one lane's 64 dims, k starting at slot `at` of k_tile (constant indices into q).
-fn chunk_dot(q_reg: ptr<function, Chunk>, at: u32) -> f32 {
-  let a = dot((*q_reg)[0], k_tile[at]) + dot((*q_reg)[1], k_tile[at + 1u])
-        + dot((*q_reg)[2], k_tile[at + 2u]) + dot((*q_reg)[3], k_tile[at + 3u]);
-  let b = dot((*q_reg)[4], k_tile[at + 4u]) + dot((*q_reg)[5], k_tile[at + 5u])
-        + dot((*q_reg)[6], k_tile[at + 6u]) + dot((*q_reg)[7], k_tile[at + 7u]);
-  let c = dot((*q_reg)[8], k_tile[at + 8u]) + dot((*q_reg)[9], k_tile[at + 9u])
-        + dot((*q_reg)[10], k_tile[at + 10u]) + dot((*q_reg)[11], k_tile[at + 11u]);
-  let d = dot((*q_reg)[12], k_tile[at + 12u]) + dot((*q_reg)[13], k_tile[at + 13u])
-        + dot((*q_reg)[14], k_tile[at + 14u]) + dot((*q_reg)[15], k_tile[at + 15u]);
-  return (a + b) + (c + d);
-}
-
-// o = alpha · o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over one lane's 64 dims, where value
-// row u starts at slot at + u·stride of v_tile (constant indices into o).
-fn chunk_update(o_reg: ptr<function, Chunk>, alpha: f32, p: vec4<f32>, at: u32, stride: u32) {
-  let a1 = at + stride;
-  let a2 = a1 + stride;
-  let a3 = a2 + stride;
-  (*o_reg)[0] = alpha * (*o_reg)[0] + p.x * v_tile[at] + p.y * v_tile[a1] + p.z * v_tile[a2] + p.w * v_tile[a3];
-  (*o_reg)[1] = alpha * (*o_reg)[1] + p.x * v_tile[at + 1u] + p.y * v_tile[a1 + 1u] + p.z * v_tile[a2 + 1u] + p.w * v_tile[a3 + 1u];
-  (*o_reg)[2] = alpha * (*o_reg)[2] + p.x * v_tile[at + 2u] + p.y * v_tile[a1 + 2u] + p.z * v_tile[a2 + 2u] + p.w * v_tile[a3 + 2u];
-  (*o_reg)[3] = alpha * (*o_reg)[3] + p.x * v_tile[at + 3u] + p.y * v_tile[a1 + 3u] + p.z * v_tile[a2 + 3u] + p.w * v_tile[a3 + 3u];
-  (*o_reg)[4] = alpha * (*o_reg)[4] + p.x * v_tile[at + 4u] + p.y * v_tile[a1 + 4u] + p.z * v_tile[a2 + 4u] + p.w * v_tile[a3 + 4u];
-  (*o_reg)[5] = alpha * (*o_reg)[5] + p.x * v_tile[at + 5u] + p.y * v_tile[a1 + 5u] + p.z * v_tile[a2 + 5u] + p.w * v_tile[a3 + 5u];
-  (*o_reg)[6] = alpha * (*o_reg)[6] + p.x * v_tile[at + 6u] + p.y * v_tile[a1 + 6u] + p.z * v_tile[a2 + 6u] + p.w * v_tile[a3 + 6u];
-  (*o_reg)[7] = alpha * (*o_reg)[7] + p.x * v_tile[at + 7u] + p.y * v_tile[a1 + 7u] + p.z * v_tile[a2 + 7u] + p.w * v_tile[a3 + 7u];
-  (*o_reg)[8] = alpha * (*o_reg)[8] + p.x * v_tile[at + 8u] + p.y * v_tile[a1 + 8u] + p.z * v_tile[a2 + 8u] + p.w * v_tile[a3 + 8u];
-  (*o_reg)[9] = alpha * (*o_reg)[9] + p.x * v_tile[at + 9u] + p.y * v_tile[a1 + 9u] + p.z * v_tile[a2 + 9u] + p.w * v_tile[a3 + 9u];
-  (*o_reg)[10] = alpha * (*o_reg)[10] + p.x * v_tile[at + 10u] + p.y * v_tile[a1 + 10u] + p.z * v_tile[a2 + 10u] + p.w * v_tile[a3 + 10u];
-  (*o_reg)[11] = alpha * (*o_reg)[11] + p.x * v_tile[at + 11u] + p.y * v_tile[a1 + 11u] + p.z * v_tile[a2 + 11u] + p.w * v_tile[a3 + 11u];
-  (*o_reg)[12] = alpha * (*o_reg)[12] + p.x * v_tile[at + 12u] + p.y * v_tile[a1 + 12u] + p.z * v_tile[a2 + 12u] + p.w * v_tile[a3 + 12u];
-  (*o_reg)[13] = alpha * (*o_reg)[13] + p.x * v_tile[at + 13u] + p.y * v_tile[a1 + 13u] + p.z * v_tile[a2 + 13u] + p.w * v_tile[a3 + 13u];
-  (*o_reg)[14] = alpha * (*o_reg)[14] + p.x * v_tile[at + 14u] + p.y * v_tile[a1 + 14u] + p.z * v_tile[a2 + 14u] + p.w * v_tile[a3 + 14u];
-  (*o_reg)[15] = alpha * (*o_reg)[15] + p.x * v_tile[at + 15u] + p.y * v_tile[a1 + 15u] + p.z * v_tile[a2 + 15u] + p.w * v_tile[a3 + 15u];
-}
-
-
-// May query `qi` of batch entry `b` attend key `kj`?
-fn allowed(b: u32, qi: u32, kj: u32) -> bool {
-  if (params.causal != 0u && kj > qi) {
-    return false;
-  }
-  if (params.has_mask != 0u) {
-    let bit = b * params.mask_batch_stride + qi * params.mask_row_stride + kj;
-    return ((mask_bits[bit / 32u] >> (bit % 32u)) & 1u) != 0u;
-  }
-  return true;
-}
+// #include flash_fwd.wgsl allowed

@@ -228,7 +228,7 @@ def test_episode2_tensor_core_section_shows_the_stamped_numbers(page, site_url, 
     assert "not recorded" not in text
     for name in ("tc_ratio", "i8_br", "i8_bc", "i8_blocks", "i8_subgroups", "i8_rounds", "i8_ksteps",
                  "i8_rand_rel_l1", "i8_rand_cos", "i8_out_rel_l1", "i8_out_cos", "i8_out_verdict", "i8_bar",
-                 "f32_out_rel_l1", "i8_tflops", "f32_tflops", "sdpa_tflops", "i8_peak", "i8_levels"):
+                 "f32_out_rel_l1", "i8_tflops", "f32_tflops", "sdpa_tflops", "i8_peak", "i8_levels", "i8_offer"):
         assert str(numbers[name]) in text, name
     assert "%g TFLOP/s" % (hardware.H200_FP32_FLOPS / 1e12) in text.replace("\u00a0", " ")
     spans = box.locator("[data-claim]").evaluate_all("els => els.map(e => [e.dataset.claim, e.dataset.status])")

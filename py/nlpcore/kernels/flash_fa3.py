@@ -13,6 +13,7 @@ Usage::
 
     o, lse = forward(q, k, v, causal=False)          # (B, H, N, d) each; o (B, H, N, d), lse (B, H, N)
     forward(q, k, v, warp_spec=False)                 # the ablations of bench/fa3_h200.py
+    forward(q, k, v, variant=Variant(consumers=3))    # a launch variant (default: choose(d, causal, N))
     o = attention(q, k, v, causal=True)               # autograd: this forward, flash_triton's backward
 
 This module has a forward only: ``attention``'s backward is ``flash_triton.backward`` on the
@@ -24,6 +25,7 @@ in ``nlpcore`` imports it, and the Gluon module is imported only when the kernel
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 try:
@@ -34,11 +36,11 @@ except ImportError as exc:  # pragma: no cover - exercised only where torch is a
         "Install them with: pip install -e '.[triton]'."
     ) from exc
 
-__all__ = ["forward", "attention", "why_not_fa3", "FA3_HEAD_DIMS", "FA3_DTYPES"]
+__all__ = ["forward", "attention", "why_not_fa3", "choose", "Variant", "CHOICES", "FA3_HEAD_DIMS", "FA3_DTYPES"]
 
 FA3_HEAD_DIMS = (64, 128)  # head dims the Hopper kernel is built for
 FA3_DTYPES = (torch.float16, torch.bfloat16)
-BLOCK_M = 128  # query rows per program: two consumer warpgroups of 64
+WG_ROWS = 64  # query rows per consumer warpgroup (wgmma's M)
 LOG2E = 1.4426950408889634  # log2(e): the kernel's exponentials are base 2
 
 
@@ -83,8 +85,51 @@ def why_not_fa3(q, k, v):
     return None
 
 
-def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True, overlap=True,
-            persistent=None, fallback=True):
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One launch configuration of the Hopper kernel (flash_fa3_gluon.fa3_fwd_kernel)."""
+
+    consumers: int = 2  # consumer warpgroups of 64 query rows: a work item is 128 or 192 rows
+    block_n: int = 128  # key rows per K/V tile (Bc)
+    stages: int = 2  # slots in the K/V ring (2 is all that fits at d = 128)
+    pingpong: bool = True  # the warpgroups take turns on the tensor cores (a token per key tile)
+    persistent: bool = True  # one program per SM looping over work items (else one per item)
+    balance: bool = False  # causal: items longest first across heads, dealt in a snake
+    snake: bool = False  # causal: items dealt in a snake, head by head (keeps a head's K, V in L2)
+    kv_fused: bool = False  # one ready and one empty barrier per ring slot for K and V together
+
+
+# Which variant runs where: (head dim, causal, largest N or None, variant), first match wins.
+# Written by `bench/fa3_h200_variants.py --choices bench/results/fa3_h200_variants.json --write`
+# from the H200 sweep (every candidate checked against float64, then timed beside cuDNN, in one
+# run) by its rule: per head dim and mask, the fastest checked candidate at N = 1024, 4096,
+# 16384, used up to that N. tests/test_flash_fa3.py holds this table equal to the record;
+# bench/FA3.md says why each one wins.
+CHOICES = (
+    (64, False, 1024, Variant(stages=2, pingpong=False)),
+    (64, False, 4096, Variant(consumers=3, stages=3, pingpong=False)),
+    (64, False, None, Variant(consumers=3, stages=3)),
+    (64, True, 1024, Variant(stages=2, snake=True)),
+    (64, True, 4096, Variant(stages=2, pingpong=False, snake=True)),
+    (64, True, None, Variant(stages=2, balance=True)),
+    (128, False, 1024, Variant()),
+    (128, False, None, Variant(pingpong=False)),
+    (128, True, 1024, Variant(pingpong=False, snake=True)),
+    (128, True, 4096, Variant(snake=True)),
+    (128, True, None, Variant(pingpong=False, persistent=False)),
+)
+
+
+def choose(head_dim, causal, n):
+    """The variant CHOICES names for this head dim, mask and sequence length."""
+    for d, c, n_max, variant in CHOICES:
+        if d == head_dim and c == bool(causal) and (n_max is None or n <= n_max):
+            return variant
+    raise ValueError(f"no FlashAttention-3 variant for d={head_dim}, causal={causal}, N={n}")
+
+
+def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=None, overlap=True,
+            persistent=None, variant=None, fallback=True):
     """FlashAttention-3 forward.
 
     Args:
@@ -92,14 +137,13 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True,
       causal: query i attends key j iff j <= i (top-left aligned, as SDPA's ``is_causal``).
       scale: score scale, default 1/sqrt(d).
       warp_spec, pingpong, overlap: FlashAttention-3's three techniques, each switchable for
-        ablations (``pingpong`` needs ``warp_spec``: it alternates two consumer warpgroups).
+        ablations (``pingpong`` needs ``warp_spec``: it alternates consumer warpgroups).
       persistent: with ``warp_spec``, launch one program per SM, each looping over work items
         (its ring and barriers carry on, so one item's loads overlap the last one's epilogue);
-        False: one program per work item of 128 query rows. None (default): persistent when not
-        causal — on the H200 (bench/results/fa3_h200_persistent.json) it gained up to 18% at
-        N = 1024 and never lost more than 1.5% without a mask, but its static round-robin of
-        causal items (whose costs differ) lost 30% at N = 16384, where the hardware's own
-        scheduling of one program per item balances the load.
+        False: one program per work item.
+      variant: a ``Variant`` (warpgroups, tile, ring depth, schedule, barriers); default
+        ``choose(d, causal, N)``, the configuration measured fastest on the H200 for that
+        shape. ``pingpong`` and ``persistent``, when given, override the variant's.
       fallback: where the Hopper kernel cannot run (``why_not_fa3``), call the portable
         ``flash_triton.forward``; with False, raise instead.
 
@@ -109,7 +153,7 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True,
     """
     _check(q, k, v)
     if pingpong and not warp_spec:
-        raise ValueError("pingpong=True needs warp_spec=True: the ping-pong alternates two consumer "
+        raise ValueError("pingpong=True needs warp_spec=True: the ping-pong alternates consumer "
                          "warpgroups, which exist only with a producer warp")
     reason = why_not_fa3(q, k, v)
     if reason is not None:
@@ -118,9 +162,14 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=True,
         from . import flash_triton
 
         return flash_triton.forward(q, k, v, causal=causal, scale=scale)
-    if persistent is None:
-        persistent = not causal
-    return _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap, bool(persistent and warp_spec))
+    var = variant or choose(q.shape[3], causal, q.shape[2])
+    if not warp_spec:  # one 8-warp program per item issues its own copies: two warpgroups in step
+        var = dataclasses.replace(var, consumers=2, pingpong=False, persistent=False, kv_fused=False)
+    if pingpong is not None:
+        var = dataclasses.replace(var, pingpong=bool(pingpong))
+    if persistent is not None:
+        var = dataclasses.replace(var, persistent=bool(persistent and warp_spec))
+    return _run(q, k, v, causal, scale, warp_spec, overlap, var)
 
 
 _SMS = {}
@@ -132,55 +181,34 @@ def _sm_count(device):
     return _SMS[device]
 
 
-# The (BLOCK_N, STAGES) chosen per key (head dim, dtype, causal, flags, log2 N): the first call
-# with a new key times each of flash_fa3_gluon.candidates once and keeps the fastest.
-TUNED = {}
-TUNE = True  # False: always the first candidate (flash_fa3_gluon.config)
-
-
-def _launch(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent):
-    from . import flash_fa3_gluon as kern
-
-    d, n = q.shape[3], q.shape[2]
-    key = (d, str(q.dtype), bool(causal), bool(warp_spec), bool(pingpong), bool(overlap), bool(persistent),
-           n.bit_length())
-    cands = kern.candidates(d, warp_spec)
-    if key not in TUNED:
-        if not TUNE or len(cands) == 1:
-            TUNED[key] = {"config": cands[0], "ms": None}
-        else:
-            import triton
-
-            ms = [triton.testing.do_bench(
-                lambda c=c: _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, *c),
-                warmup=5, rep=20) for c in cands]
-            TUNED[key] = {"config": cands[ms.index(min(ms))], "ms": dict(zip(map(str, cands), ms))}
-    return _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, *TUNED[key]["config"])
-
-
-def _run(q, k, v, causal, scale, warp_spec, pingpong, overlap, persistent, block_n, stages):
+def _run(q, k, v, causal, scale, warp_spec, overlap, var):
     import triton
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     from . import flash_fa3_gluon as kern
 
     B, H, N, d = q.shape
+    if not kern.fits(d, var.block_n, var.stages, warp_spec, var.consumers):
+        raise ValueError(f"variant {var} does not fit shared memory at d={d}")
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     q3, k3, v3 = (t.contiguous().reshape(B * H, N, d) for t in (q, k, v))  # (B·H, N, d)
     o3 = torch.empty_like(q3)
     lse = torch.empty((B, H, N), device=q.device, dtype=torch.float32)
     dtype_name = "bf16" if q.dtype == torch.bfloat16 else "fp16"
-    (q_block, q_layout), (kv_block, kv_layout) = kern.layouts(d, dtype_name, warp_spec, block_n)
+    (q_block, q_layout), (kv_block, kv_layout) = kern.layouts(d, dtype_name, warp_spec, var.block_n)
     q_desc = TensorDescriptor.from_tensor(q3, q_block, q_layout)
     o_desc = TensorDescriptor.from_tensor(o3, q_block, q_layout)
     k_desc = TensorDescriptor.from_tensor(k3, kv_block, kv_layout)
     v_desc = TensorDescriptor.from_tensor(v3, kv_block, kv_layout)
-    n_items = triton.cdiv(N, BLOCK_M) * B * H  # work items: 128 query rows of one head
-    grid = (min(n_items, _sm_count(q.device)) if persistent else n_items,)
+    block_m = WG_ROWS * (var.consumers if warp_spec else 2)  # query rows per work item
+    n_items = triton.cdiv(N, block_m) * B * H  # work items: block_m query rows of one head
+    grid = (min(n_items, _sm_count(q.device)) if var.persistent else n_items,)
     kern.fa3_fwd_kernel[grid](
         q_desc, k_desc, v_desc, o_desc, lse, N, B * H, scale * LOG2E,
-        HEAD_DIM=d, BLOCK_N=block_n, STAGES=stages, CAUSAL=bool(causal), WARP_SPEC=bool(warp_spec),
-        PINGPONG=bool(pingpong), OVERLAP=bool(overlap), num_warps=4 if warp_spec else 8)
+        HEAD_DIM=d, BLOCK_N=var.block_n, STAGES=var.stages, CAUSAL=bool(causal), WARP_SPEC=bool(warp_spec),
+        PINGPONG=var.pingpong, OVERLAP=bool(overlap), NUM_CONSUMERS=var.consumers,
+        BALANCE=var.balance and bool(causal), SNAKE=(var.balance or var.snake) and bool(causal),
+        KV_FUSED=var.kv_fused, num_warps=4 if warp_spec else 8)
     return o3.reshape(B, H, N, d), lse
 
 

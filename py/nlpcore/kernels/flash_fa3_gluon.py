@@ -17,20 +17,21 @@ this kernel so that their worth can be measured (bench/fa3_h200.py):
     consumers arrive when their products have read it). Consumer warpgroups never touch a
     global address. With the flag off, one 8-warp program issues its own copies (prefetching
     ``STAGES`` tiles ahead, as FlashAttention-2 with TMA would) and computes all 128 rows.
-``PINGPONG`` — two consumer warpgroups, 64 query rows each, take turns (FA3 §3.1, Figure 1):
-    a pair of mbarriers passes a token so that warpgroup 1 issues its matrix products while
-    warpgroup 0 does its softmax, and the other way round.
-``OVERLAP`` — inside one warpgroup, the softmax of tile j runs while the tensor cores compute
-    QKⱼ₊₁ᵀ and P V of tile j (FA3 §3.2, Figure 2; Algorithm 2): products are issued
+``PINGPONG`` — the consumer warpgroups (two, or three), 64 query rows each, take turns (FA3
+    §3.1, Figure 1): a ring of mbarriers passes a token so that one warpgroup issues its matrix
+    products while the others do their softmax.
+``OVERLAP`` — inside one warpgroup, QKⱼᵀ and P Vⱼ₋₁ are issued together and the softmax of tile
+    j runs while P Vⱼ₋₁ is still on the tensor cores (FA3 §3.2, Figure 2; Algorithm 2): products are issued
     asynchronously (``wgmma`` with ``is_async=True``) and waited for only when needed.
 
-A work item is 128 query rows of one head (64 per consumer). The grid is either one program
-per item or, with WARP_SPEC, persistent: one program per SM that takes items pid, pid + P, ...;
-the ring positions and barrier phases then carry on from item to item, Q has its own "empty"
-barrier and O its own shared tile, so the next item's loads start during this one's epilogue
-(flash_fa3 picks the launch; bench/FA3.md has what each buys). On the H200 (bench/FA3.md):
-618-667 TFLOP/s at d = 128, N = 16384 across four runs; warp specialisation is worth +20-26%, the overlap
-+5-6% at d = 128, ping-pong +2% at most.
+A work item is 64 query rows of one head per consumer warpgroup: 128 rows with two consumers,
+192 with three (``NUM_CONSUMERS``; FlashAttention-3 uses three at d = 64). The grid is either
+one program per item or, with WARP_SPEC, persistent: one program per SM that takes its items
+in rounds (``_n_items``, ``_item``; with SNAKE odd rounds are dealt in reverse, which evens out
+causal items of unequal cost); the ring positions and barrier phases then carry on from item
+to item, Q has its own "empty" barrier and O its own shared tile, so the next item's loads
+start during this one's epilogue. Which launch runs at which shape is flash_fa3.CHOICES,
+measured on the H200; bench/FA3.md has what each technique and launch buys.
 
 Per consumer warpgroup, with the overlap (S = scores, P = probabilities, O = accumulator)::
 
@@ -70,7 +71,8 @@ _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # bar.sync ove
 LN2 = gl.constexpr(0.6931471805599453)  # ln 2: turns the base-2 logsumexp back into a natural one
 WG_ROWS = gl.constexpr(64)  # query rows per consumer warpgroup: wgmma's M is 64 per warpgroup
 PRODUCER_REGS = gl.constexpr(24)  # registers per thread the producer warp keeps (indices only)
-CONSUMER_REGS = gl.constexpr(240)  # registers per thread of consumer warpgroup 1 (setmaxnreg)
+CONSUMER_REGS = gl.constexpr(240)  # registers per consumer thread with 2 consumers (setmaxnreg)
+CONSUMER_REGS_3 = gl.constexpr(160)  # with 3: 3 x 128 threads x 160 + the producer fit 64 K registers
 
 
 # --- layouts -------------------------------------------------------------------------------
@@ -91,11 +93,19 @@ def _load(desc, smem, ready, slot, bh, row, pred=True):
 
 
 @gluon.jit
-def _tile(t, n_mblocks, n_ctx, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+def _tile(t, n_mblocks, n_bh, n_ctx, CAUSAL: gl.constexpr, BALANCE: gl.constexpr, BLOCK_M: gl.constexpr,
+          BLOCK_N: gl.constexpr):
     """Work item t -> (batch·head, first query row, number of key tiles). Consecutive items
-    share a head (its K and V stay in L2); causal items of a head go heaviest first."""
-    bh = t // n_mblocks
-    m_idx = t % n_mblocks
+    share a head (its K and V stay in L2); causal items of a head go heaviest first. With
+    BALANCE (causal), items are ordered by cost across all heads: every head's last query block
+    (the most keys) first, then every head's second-to-last, ... (longest job first; the
+    heads' K and V then no longer take turns in L2)."""
+    if CAUSAL and BALANCE:
+        bh = t % n_bh
+        m_idx = t // n_bh
+    else:
+        bh = t // n_mblocks
+        m_idx = t % n_mblocks
     if CAUSAL:
         start_m = n_mblocks - 1 - m_idx
         n_blocks = (gl.minimum(n_ctx, (start_m + 1) * BLOCK_M) + BLOCK_N - 1) // BLOCK_N
@@ -106,29 +116,56 @@ def _tile(t, n_mblocks, n_ctx, CAUSAL: gl.constexpr, BLOCK_M: gl.constexpr, BLOC
 
 
 @gluon.jit
+def _n_items(n_tiles, SNAKE: gl.constexpr):
+    """How many work items this program runs. The P programs are dealt items in rounds of P:
+    in round r program p gets item r·P + p, or, with SNAKE, in odd rounds r·P + (P-1-p) (who
+    got a round's heaviest item gets the next round's lightest). With one program per item
+    (P = n_tiles) that is one item."""
+    full = n_tiles // gl.num_programs(0)  # complete rounds
+    return full + (_item(full, SNAKE) < n_tiles).to(gl.int32)  # + the last, partial round
+
+
+@gluon.jit
+def _item(i, SNAKE: gl.constexpr):
+    """The work item this program runs in its round i (see _n_items)."""
+    pid = gl.program_id(0)
+    n_prog = gl.num_programs(0)
+    t = i * n_prog + pid
+    if SNAKE:
+        t += (i % 2) * (n_prog - 1 - 2 * pid)
+    return t
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, q_empty, k_empty,
-              v_empty, n_tiles, n_mblocks, n_ctx, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-              BLOCK_N: gl.constexpr):
-    """The producer warp (WARP_SPEC): for each work item of this program, Q for both consumers,
-    then K and V around the ring. Ring positions count on across work items."""
+              v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+              BLOCK_N: gl.constexpr, NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr,
+              SNAKE: gl.constexpr, KV_FUSED: gl.constexpr):
+    """The producer warp (WARP_SPEC): for each work item of this program, Q for every consumer,
+    then K and V around the ring. Ring positions count on across work items. With KV_FUSED a
+    slot's K and V share one "ready" and one "empty" barrier (half the hand-overs)."""
     c = 0  # ring position: tiles of K (and of V) issued so far by this program
-    n_done = 0  # work items done
-    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        bh, off_m, n_blocks = _tile(t, n_mblocks, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
-        for i in gl.static_range(2):  # one Q tile (64 rows) per consumer, once it released the last
+    for n_done in range(_n_items(n_tiles, SNAKE)):
+        bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
+                                    NUM_CONSUMERS * WG_ROWS, BLOCK_N)
+        for i in gl.static_range(NUM_CONSUMERS):  # one Q tile (64 rows) per consumer, once it released the last
             mbarrier.wait(q_empty.index(i), (n_done & 1) ^ 1)
             _load(q_desc, q_smem, q_ready, i, bh, off_m + i * WG_ROWS)
         for j in range(n_blocks):
             slot = c % STAGES
-            # Wait until both consumers released the slot. A fresh barrier counts as having
+            # Wait until every consumer released the slot. A fresh barrier counts as having
             # completed the phase before its first, so the first lap's waits (parity 1) pass.
             empty_phase = ((c // STAGES) & 1) ^ 1
             mbarrier.wait(k_empty.index(slot), empty_phase)
-            _load(k_desc, k_smem, k_ready, slot, bh, j * BLOCK_N)
-            mbarrier.wait(v_empty.index(slot), empty_phase)
-            _load(v_desc, v_smem, v_ready, slot, bh, j * BLOCK_N)
+            if KV_FUSED:  # one barrier completes when both tiles have landed
+                mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+                _tma_load(k_desc, [bh, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
+                _tma_load(v_desc, [bh, j * BLOCK_N, 0], k_ready.index(slot), v_smem.index(slot))
+            else:
+                _load(k_desc, k_smem, k_ready, slot, bh, j * BLOCK_N)
+                mbarrier.wait(v_empty.index(slot), empty_phase)
+                _load(v_desc, v_smem, v_ready, slot, bh, j * BLOCK_N)
             c += 1
-        n_done += 1
 
 
 @gluon.jit
@@ -171,9 +208,11 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
                    bh, off_m, n_ctx, n_blocks, qk_scale, c0, q_phase, turn_phase,
                    WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
                    STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                   SELF_LOAD: gl.constexpr):
+                   SELF_LOAD: gl.constexpr, NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr):
     """One work item (64 query rows of one head, or 128 without WARP_SPEC) on one consumer.
-    c0 is the ring position of its first key tile; returns the ping-pong token's next parity."""
+    c0 is the ring position of its first key tile; returns the ping-pong token's next parity.
+    The token goes round the NUM_CONSUMERS warpgroups: WG hands it to WG + 1."""
+    NEXT: gl.constexpr = (WG + 1) % NUM_CONSUMERS  # the warpgroup this one hands the token to
     ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4  # 64 query rows per warpgroup
     s_layout: gl.constexpr = _mma_layout(BLOCK_N, NUM_WARPS)  # S tile (ROWS, Bc), fp32
     o_layout: gl.constexpr = _mma_layout(HEAD_DIM, NUM_WARPS)  # O accumulator (ROWS, d), fp32
@@ -203,9 +242,10 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
     s_tok = warpgroup_mma(q, k_smem.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
                           use_acc=False, is_async=True)
     if PINGPONG:
-        mbarrier.arrive(turn.index(1 - WG))
+        mbarrier.arrive(turn.index(NEXT))
     s = warpgroup_mma_wait(0, deps=(s_tok,))
-    _release(k_desc, k_smem, k_ready, k_empty, slot0, bh, STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+    if not KV_FUSED:  # (fused: the slot is released once, after P V)
+        _release(k_desc, k_smem, k_ready, k_empty, slot0, bh, STAGES, n_blocks, BLOCK_N, SELF_LOAD)
     p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, q_row0, n_ctx, qk_scale, CAUSAL, ROWS, BLOCK_N, s_layout)
     p_op = gl.convert_layout(p.to(dtype), p_layout)  # P as wgmma's register operand
 
@@ -216,28 +256,34 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
         k_j = k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0))  # Kjᵀ (d, Bc)
         v_prev = v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM])  # Vj-1 (Bc, d)
         mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
-        mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
+        if not KV_FUSED:  # (fused: Vj-1 landed with Kj-1, waited for last step)
+            mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
         if PINGPONG:  # take the token: the other warpgroup is in its softmax now
             mbarrier.wait(turn.index(WG), turn_phase)
             turn_phase ^= 1
         s_tok = warpgroup_mma(q, k_j, s_zero, use_acc=False, is_async=True)  # Sj = Q Kjᵀ
         o_tok = warpgroup_mma(p_op, v_prev, acc, is_async=True)  # O += P Vj-1
-        if PINGPONG:  # hand the token over: the other warpgroup may issue its products
-            mbarrier.arrive(turn.index(1 - WG))
+        if PINGPONG:  # hand the token over: the next warpgroup may issue its products
+            mbarrier.arrive(turn.index(NEXT))
         if OVERLAP:
             # Softmax of Sj while P Vj-1 still runs on the tensor cores.
             s = warpgroup_mma_wait(1, deps=(s_tok,))  # products retire in order: Sj is done
-            _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+            if not KV_FUSED:
+                _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
             p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, j * BLOCK_N, q_row0, n_ctx, qk_scale,
                                                CAUSAL, ROWS, BLOCK_N, s_layout)
             acc, p_op = warpgroup_mma_wait(0, deps=(o_tok, p_op))  # keeps the old P's registers
         else:
             # In order: wait for both products, then the softmax (tensor cores idle meanwhile).
             s, acc = warpgroup_mma_wait(0, deps=(s_tok, o_tok))
-            _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+            if not KV_FUSED:
+                _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
             p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, j * BLOCK_N, q_row0, n_ctx, qk_scale,
                                                CAUSAL, ROWS, BLOCK_N, s_layout)
-        _release(v_desc, v_smem, v_ready, v_empty, prev, bh, j - 1 + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+        if KV_FUSED:  # Kj-1 and Vj-1 both read: the slot is free
+            mbarrier.arrive(k_empty.index(prev))
+        else:
+            _release(v_desc, v_smem, v_ready, v_empty, prev, bh, j - 1 + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
         acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
         p_op = gl.convert_layout(p.to(dtype), p_layout)
 
@@ -246,10 +292,13 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
     if not SELF_LOAD:
         mbarrier.arrive(q_empty.index(WG))
     last = (c0 + n_blocks - 1) % STAGES
-    mbarrier.wait(v_ready.index(last), ((c0 + n_blocks - 1) // STAGES) & 1)
+    if not KV_FUSED:
+        mbarrier.wait(v_ready.index(last), ((c0 + n_blocks - 1) // STAGES) & 1)
     o_tok = warpgroup_mma(p_op, v_smem.index(last).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
     acc = warpgroup_mma_wait(0, deps=(o_tok,))
-    if not SELF_LOAD:
+    if KV_FUSED:
+        mbarrier.arrive(k_empty.index(last))
+    elif not SELF_LOAD:
         mbarrier.arrive(v_empty.index(last))
     acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
     rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
@@ -264,23 +313,25 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
 
 @gluon.jit
 def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
-              q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
-              WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr):
+              q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
+              qk_scale, WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
+              CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
+              NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr, SNAKE: gl.constexpr,
+              KV_FUSED: gl.constexpr):
     """Consumer warpgroup WG (WARP_SPEC): the work items of this program, one after another."""
     c = 0  # ring position, as the producer counts it
-    n_done = 0
     # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
-    # fresh barrier); warpgroup 1 waits for warpgroup 0's first hand-over.
-    turn_phase = 1 - WG
-    for t in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        bh, off_m, n_blocks = _tile(t, n_mblocks, n_ctx, CAUSAL, 2 * WG_ROWS, BLOCK_N)
+    # fresh barrier); each other warpgroup waits for the hand-over of the one before it.
+    turn_phase = 1 if WG == 0 else 0
+    for n_done in range(_n_items(n_tiles, SNAKE)):
+        bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
+                                    NUM_CONSUMERS * WG_ROWS, BLOCK_N)
         turn_phase = _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
                                     q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
                                     bh, off_m, n_ctx, n_blocks, qk_scale, c, n_done & 1, turn_phase,
-                                    WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False)
+                                    WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False,
+                                    NUM_CONSUMERS, KV_FUSED)
         c += n_blocks
-        n_done += 1
     tma.store_wait(0)
 
 
@@ -289,13 +340,18 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
 def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scale,
                    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                    CAUSAL: gl.constexpr, WARP_SPEC: gl.constexpr, PINGPONG: gl.constexpr,
-                   OVERLAP: gl.constexpr):
+                   OVERLAP: gl.constexpr, NUM_CONSUMERS: gl.constexpr = 2, BALANCE: gl.constexpr = False,
+                   SNAKE: gl.constexpr = False, KV_FUSED: gl.constexpr = False):
     # q_desc, o_desc: tiles (1, 64, d) with WARP_SPEC, else (1, 128, d) of (B·H, N, d)
     # k_desc, v_desc: tiles (1, Bc, d);  lse_ptr: fp32 (B·H, N);  n_bh = B·H
     # The grid is 1-d. One program per work item, or (persistent, WARP_SPEC only) one per SM,
-    # each taking items program_id, program_id + programs, ...
-    BLOCK_M: gl.constexpr = 2 * WG_ROWS  # query rows per work item
-    NUM_Q: gl.constexpr = 2 if WARP_SPEC else 1
+    # each taking its items in rounds (_n_items, _item).
+    # NUM_CONSUMERS (WARP_SPEC): 2 or 3 consumer warpgroups, so a work item is 128 or 192 query
+    # rows; BALANCE: causal items longest first across heads; SNAKE: items dealt to the
+    # persistent programs in a snake; KV_FUSED: one ready and one empty barrier per ring slot
+    # for K and V together.
+    NUM_Q: gl.constexpr = NUM_CONSUMERS if WARP_SPEC else 1
+    BLOCK_M: gl.constexpr = NUM_CONSUMERS * WG_ROWS if WARP_SPEC else 2 * WG_ROWS  # query rows per item
     n_mblocks = (n_ctx + BLOCK_M - 1) // BLOCK_M
     n_tiles = n_mblocks * n_bh
 
@@ -312,66 +368,77 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [NUM_CONSUMERS, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(NUM_Q):
         mbarrier.init(q_ready.index(i), count=1)
         mbarrier.init(q_empty.index(i), count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)
-        mbarrier.init(v_empty.index(i), count=2)
-    for i in gl.static_range(2):
+        mbarrier.init(k_empty.index(i), count=NUM_CONSUMERS)
+        mbarrier.init(v_empty.index(i), count=NUM_CONSUMERS)
+    for i in gl.static_range(NUM_CONSUMERS):
         mbarrier.init(turn.index(i), count=1)
     fence_async_shared()
 
     if WARP_SPEC:
         o_smem = gl.allocate_shared_memory(o_desc.dtype, [NUM_Q] + o_desc.block_type.shape, o_desc.layout)
-        gl.warp_specialize(
-            [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
-                          k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
-                          0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),  # consumer warpgroup 0
-             (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
-                          k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_ctx, qk_scale,
-                          1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP)),  # consumer warpgroup 1
-             (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
-                          q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_ctx, CAUSAL, STAGES,
-                          BLOCK_N))],  # the producer warp
-            [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+        if NUM_CONSUMERS == 2:
+            gl.warp_specialize(
+                [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                              k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
+                              qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
+                              BALANCE, SNAKE, KV_FUSED)),  # consumer warpgroup 0
+                 (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                              k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
+                              qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
+                              BALANCE, SNAKE, KV_FUSED)),  # consumer warpgroup 1
+                 (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
+                              q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
+                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED))],  # the producer warp
+                [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+        else:  # three consumer warpgroups (FlashAttention-3's choice at d = 64), fewer registers each
+            gl.warp_specialize(
+                [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                              k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
+                              qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
+                              BALANCE, SNAKE, KV_FUSED)),
+                 (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                              k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
+                              qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
+                              BALANCE, SNAKE, KV_FUSED)),
+                 (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
+                              k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
+                              qk_scale, 2, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
+                              BALANCE, SNAKE, KV_FUSED)),
+                 (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
+                              q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
+                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED))],
+                [4, 4, 1], [CONSUMER_REGS_3, CONSUMER_REGS_3, PRODUCER_REGS])
     else:  # one work item per program, both warpgroups in step, copies issued here
-        bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_ctx, CAUSAL, BLOCK_M, BLOCK_N)
+        bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE, BLOCK_M, BLOCK_N)
         _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, q_smem, k_smem, v_smem,
                        q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
                        bh, off_m, n_ctx, n_blocks, qk_scale, 0, 0, 0,
-                       0, 8, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, False, OVERLAP, True)
+                       0, 8, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, False, OVERLAP, True, 2, False)
         tma.store_wait(0)
 
 
 # --- launch configuration and ahead-of-time compilation ------------------------------------
-# (BLOCK_N, STAGES) candidates per head dim: key-tile rows and K/V ring depth. Shared memory
-# holds Q (128 rows), O (128 rows, WARP_SPEC only) and STAGES slots of K and V; `fits` drops
-# what exceeds Hopper's 227 KiB (at d = 128 with a producer warp: 2 slots). Powers of two only
-# (the masks use arange). Bc = 256 at d = 64 spills registers (ptxas: 288 bytes), so it is not
-# offered. flash_fa3 times the candidates that fit on first use of a key and keeps the fastest.
-CANDIDATES = {64: [(128, 3), (128, 2), (128, 4)], 128: [(128, 2), (128, 3)]}
+# Shared memory holds Q and O (64 rows per consumer; O only with WARP_SPEC) and STAGES slots of
+# K and V (BLOCK_N rows each). Hopper gives one program 227 KiB, so at d = 128 with a producer
+# warp the ring has 2 slots. BLOCK_N is a power of two (the masks use arange); Bc = 256 at
+# d = 64 spills registers (ptxas: 288 bytes). Which configuration runs where is
+# flash_fa3.choose's table, measured on the H200.
 SMEM_BYTES = 227 * 1024  # shared memory one program may use on sm_90
 BARRIER_BYTES = 256  # the mbarriers, rounded up
 
 
-def fits(head_dim, block_n, stages, warp_spec, elem_bytes=2):
+def fits(head_dim, block_n, stages, warp_spec, consumers=2, elem_bytes=2):
     """Whether Q, O and the K/V ring fit one program's shared memory."""
-    q_o = (2 if warp_spec else 1) * 2 * WG_ROWS.value * head_dim * elem_bytes
+    q_o = (2 * consumers if warp_spec else 2) * WG_ROWS.value * head_dim * elem_bytes
     ring = stages * 2 * block_n * head_dim * elem_bytes
     return q_o + ring + BARRIER_BYTES <= SMEM_BYTES
-
-
-def candidates(head_dim, warp_spec):
-    return [c for c in CANDIDATES[head_dim] if fits(head_dim, *c, warp_spec)]
-
-
-def config(head_dim, warp_spec=True):
-    """The default (BLOCK_N, STAGES) for a head dim (the first candidate that fits)."""
-    return candidates(head_dim, warp_spec)[0]
 
 
 def layouts(head_dim, dtype_name, warp_spec, block_n):
@@ -384,23 +451,24 @@ def layouts(head_dim, dtype_name, warp_spec, block_n):
 
 
 def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=True, pingpong=True,
-                       overlap=True, block_n=None, stages=None):
+                       overlap=True, block_n=128, stages=2, consumers=2, balance=False, kv_fused=False):
     """Compile the kernel for sm_90a without a GPU (to read its PTX and check its structure)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    (q_block, q_layout), (kv_block, kv_layout) = layouts(head_dim, dtype_name, warp_spec, block_n or config(head_dim, warp_spec)[0])
+    (q_block, q_layout), (kv_block, kv_layout) = layouts(head_dim, dtype_name, warp_spec, block_n)
     q_sig = f"tensordesc<{dtype_name}{q_block},{q_layout!r}>".replace(" ", "")
     kv_sig = f"tensordesc<{dtype_name}{kv_block},{kv_layout!r}>"
-    block_n = block_n or config(head_dim, warp_spec)[0]
-    stages = stages or config(head_dim, warp_spec)[1]
     signature = {"q_desc": q_sig, "k_desc": kv_sig, "v_desc": kv_sig, "o_desc": q_sig, "lse_ptr": "*fp32",
                  "n_ctx": "i32", "n_bh": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
                  "STAGES": "constexpr", "CAUSAL": "constexpr", "WARP_SPEC": "constexpr",
-                 "PINGPONG": "constexpr", "OVERLAP": "constexpr"}
+                 "PINGPONG": "constexpr", "OVERLAP": "constexpr", "NUM_CONSUMERS": "constexpr",
+                 "BALANCE": "constexpr", "SNAKE": "constexpr", "KV_FUSED": "constexpr"}
     constexprs = {"HEAD_DIM": head_dim, "BLOCK_N": block_n, "STAGES": stages, "CAUSAL": causal,
-                  "WARP_SPEC": warp_spec, "PINGPONG": pingpong and warp_spec, "OVERLAP": overlap}
+                  "WARP_SPEC": warp_spec, "PINGPONG": pingpong and warp_spec, "OVERLAP": overlap,
+                  "NUM_CONSUMERS": consumers if warp_spec else 2, "BALANCE": balance, "SNAKE": balance,
+                  "KV_FUSED": kv_fused and warp_spec}
     src = GluonASTSource(fa3_fwd_kernel, signature, constexprs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": 4 if warp_spec else 8})

@@ -78,8 +78,10 @@ def shader_path(name: str) -> Path:
 
 
 def shader_source(name: str) -> str:
-    """The WGSL text of ``name``."""
-    return shader_path(name).read_text(encoding="utf-8")
+    """The WGSL text of ``name``, its ``#include`` lines resolved (nlpcore.shaders.compose)."""
+    from nlpcore import shaders
+
+    return shaders.compose(shader_path(name).read_text(encoding="utf-8"), name)
 
 
 def _wgpu():

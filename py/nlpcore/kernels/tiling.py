@@ -74,11 +74,13 @@ S_TILE = 2048
 matrices only into constant-length workgroup arrays), so Br·Bc <= S_TILE."""
 
 UNROLL_BLOCK = 28
-"""Largest Bc the tiers' plans choose. Measured on the H200 (bench/results/webgpu_h200.json,
-probe of the tiers): the same d = 64 kernel ran at 19 TFLOP/s with Bc = 28 and 3.5 with Bc = 32
-(float16 with Bc = 64: 2.8); Bc 8 to 28 were within 5 % of each other in
-webgpu_h200_tuning.json. Likely the driver unrolls the loop over a tile's keys, four at a
-time, fully from 8 steps on and runs out of registers (not confirmed: no disassembly)."""
+"""Largest Bc the tiers' plans choose. An earlier probe on the H200 read 3.5 TFLOP/s with Bc = 32
+against 19 with Bc = 28, but it timed the first dispatches after the GPU had idled (its clock
+drops within a second; bench/results/webgpu_h200_probe.json shows such rows 2-4x slow). Timed
+with the clock warm (bench/results/webgpu_h200.json, ``variants``), the float16 tier ran as fast
+with Bc = 56 as with 28, and the portable tier with Bc = 16 as with 28: key tiles past 28 gain
+nothing measured, so the plans stay at 28 (the portable tier's K/V tiles cannot pass 31 keys in
+16384 bytes at d = 64 anyway)."""
 
 MMA_M, MMA_N, MMA_K = 16, 16, 32
 """The int8 tier's subgroup-matrix shape: 16 query rows x 16 keys per result, 32 head dims per

@@ -59,19 +59,6 @@ TIERS = tiling.TIERS
 """The tiled kernel's tiers the page may run (site/js/tiers.js picks the best the adapter offers).
 The GPU is compared with that tier's own mirror; flash_np stays the float32 (or float16) oracle."""
 
-# The f16 and int8 tiers compute something other than float32 attention on purpose, so their
-# GPU-vs-flash_np and mirror-vs-flash_np pairs get the tier's own accuracy as the bar (max |delta|
-# <= rtol * max |reference|): f16 stores o in float16 (one ulp is 2^-10 relative); int8 scores
-# measured on the H200 and in tests/test_wgsl_tiers.py: max |delta| up to ~3 % of max |o| on
-# random inputs. GPU vs the tier's mirror: float16 output rounding for f16; for int8 a value
-# within an ulp of a rounding midpoint may quantise one step apart on the GPU (1e-3 relative).
-TIER_TOLERANCES = {
-    "f16": {"gpu_vs_mirror": {"atol": 1e-6, "rtol": 2.0 ** -10}, "gpu_vs_flash_np": {"atol": 1e-6, "rtol": 1e-2},
-            "mirror_vs_flash_np": {"atol": 1e-6, "rtol": 1e-2}},
-    "int8": {"gpu_vs_mirror": {"atol": 1e-6, "rtol": 1e-3}, "gpu_vs_flash_np": {"atol": 1e-6, "rtol": 0.1},
-             "mirror_vs_flash_np": {"atol": 1e-6, "rtol": 0.1}},
-}
-
 # Tolerances per pair of results (nlpcore.tolerances.PAGE and PAGE_FLOAT16, where each is
 # explained), applied to o and to lse separately: max |delta| <= atol + rtol * max |reference|
 # (over the rows that have an allowed key).
@@ -203,7 +190,10 @@ def compare_pair(name: str, result: Tuple[np.ndarray, np.ndarray],
     """
     o, lse = (np.asarray(x) for x in result)
     o_ref, lse_ref = (np.asarray(x) for x in reference)
-    tol = TIER_TOLERANCES[tier][name] if tier in TIER_TOLERANCES else TOLERANCES_BY_PRECISION[precision][name]
+    if tier in tolerances.PAGE_TIERS:  # the f16 and int8 tiers' own bars (explained there)
+        tol = tolerances.PAGE_TIERS[tier][name].as_dict()
+    else:
+        tol = TOLERANCES_BY_PRECISION[precision][name]
     problem = None
     if o.shape != o_ref.shape or lse.shape != lse_ref.shape:
         problem = "shapes differ: o {} vs {}, lse {} vs {}".format(

@@ -25,6 +25,7 @@ from typing import Any, Dict
 
 from .. import claims, hardware, measured
 from ..kernels import flash_wgsl_int8, io_model, tiling
+from . import fa3_numbers
 
 CELL_LIMITS = {
     "fa2": {"n": 65536, "d": 256, "sram": 1048576, "bh": 4096, "warps": 16},
@@ -202,6 +203,7 @@ def page_numbers() -> dict:
     out["h200_d128_traffic_ratio"] = ("%.1f" % (base["hbm_gb"] / ours["hbm_gb"])
                                       if base and ours and base["hbm_gb"] and ours["hbm_gb"] else "not recorded")
     out.update(int8_tier_numbers())
+    out.update(fa3_numbers.page_numbers())  # Episode 5's measured sentences
     return out
 
 
@@ -228,7 +230,7 @@ def int8_tier_numbers(record: Any = None) -> Dict[str, Any]:
            "i8_subgroup_size": hardware.WARP_SIZE, "i8_rounds": blocks // subgroups,
            "i8_ksteps": INT8_D // tiling.MMA_K, "i8_levels": 2 * flash_wgsl_int8.INT8_MAX + 1}
     record = measured.record("webgpu_h200.json") if record is None else record
-    names = ("i8_acc_n", "i8_rand_rel_l1", "i8_rand_cos", "i8_out_rel_l1", "i8_out_cos", "i8_out_verdict",
+    names = ("i8_offer", "i8_acc_n", "i8_rand_rel_l1", "i8_rand_cos", "i8_out_rel_l1", "i8_out_cos", "i8_out_verdict",
              "i8_bar", "f32_out_rel_l1", "i8_tflops", "f32_tflops", "sdpa_tflops", "i8_peak")
     if record is None:
         out.update({name: "not recorded" for name in names})
@@ -242,6 +244,7 @@ def int8_tier_numbers(record: Any = None) -> Dict[str, Any]:
     outlier_valid = all(row["valid"] for row in rows if row["tier"] == "int8" and row["inputs"] == "outlier")
     speed = {name: claims.resolve(record, key) for name, key in claims.TIER_SPEED_KEYS.items()}
     out.update({
+        "i8_offer": subgroup_matrix_offer(claims.resolve(record, DAWN_MATRIX_CONFIGS)),
         "i8_acc_n": "{:,}".format(rows[0]["n"]),
         "i8_rand_rel_l1": "%.3f" % max(acc[("int8", "random", "rel_l1")]),
         "i8_rand_cos": "%.4f" % min(acc[("int8", "random", "cos_min")]),
@@ -254,6 +257,25 @@ def int8_tier_numbers(record: Any = None) -> Dict[str, Any]:
         "sdpa_tflops": "%.0f" % speed["sdpa"], "i8_peak": "%g" % speed["int8_peak"],
     })
     return out
+
+
+DAWN_MATRIX_CONFIGS = "engines[engine=dawn].adapter_info.subgroupMatrixConfigs"  # in webgpu_h200.json
+
+
+def subgroup_matrix_offer(configs: Any) -> str:
+    """The adapter's ``subgroupMatrixConfigs`` in words: 'only integer types: u8×u8→u32 and
+    i8×i8→i32, each at M×N×K = 16×16×32 and 16×8×32' (types grouped by the shapes they come in)."""
+    shapes = {}  # type: Dict[str, list]
+    for c in configs:
+        kind = "{0}×{0}→{1}".format(c["componentType"], c["resultComponentType"])
+        shapes.setdefault(kind, []).append("{M}×{N}×{K}".format(**c))
+    integer = all(c["componentType"][0] in "iu" for c in configs)
+    groups = {}  # type: Dict[tuple, list]
+    for kind, sizes in shapes.items():
+        groups.setdefault(tuple(sizes), []).append(kind)
+    words = "; ".join("{}{} at M×N×K = {}".format(" and ".join(kinds), ", each" if len(kinds) > 1 else "",
+                                                  " and ".join(sizes)) for sizes, kinds in groups.items())
+    return ("only integer types: " if integer else "") + words
 
 
 def smallest_winning_m(n: int, d: int) -> int:
