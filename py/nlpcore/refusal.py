@@ -22,9 +22,19 @@ learner code could read them unnoticed. A guard holds its original as a constant
 or a global), the grade's snapshot is emptied of the refused modules' originals while learner
 code runs (:meth:`nlpcore.lab.sandbox.Snapshot.hide`), and functions a refused module imported
 from another refused module are guarded too. Reaching a code object of nlpcore (a function's
-``__code__``, a frame's ``f_code``) or the frame of an nlpcore generator from learner code is
-reported by the audit hook (:attr:`Refusal.introspected`) and the grade then fails; so is any
-change to a refused module's namespace (:func:`changes`). Verdicts are never reachable
+``__code__``, a frame's ``f_code``, a traceback's ``tb_frame``; break-it's hidden kernels
+count as nlpcore's) or the frame of an nlpcore generator from learner code is reported by the
+audit hook (:attr:`Refusal.introspected`) and the grade then fails; so is any change to a
+refused module's namespace (:func:`changes`). ``traceback`` and ``inspect`` reading every
+frame's code (honest ``inspect.stack()``, ``traceback.print_stack()``) are let through, and
+their ``linecache`` reads of refused files fail quietly (:class:`RefusedRead`). Refused outright
+while learner code runs: ``sys.settrace`` and ``sys.setprofile`` (a trace function sees every
+frame entered and, before CPython 3.13, what it writes into a frame's ``f_locals`` is copied
+back into that frame's variables), ``sys.addaudithook``, and compiling code under a file name
+of nlpcore (it would pass for the grader's own code in the checks above).
+What this cannot stop, in the process where learner code runs, is code that patches these
+functions and puts them back before the grade ends, or edits the grade's records; see
+``nlpcore/lab/exercises/README.md`` ("What is measured where"). Verdicts are never reachable
 this way: they are computed in an interpreter that never ran learner code
 (:mod:`nlpcore.lab.session`).
 """
@@ -45,6 +55,25 @@ _GRADER_DIR = os.path.join(_PACKAGE_DIR, "lab") + os.sep                   # ...
 
 class RefusedCall(Exception):
     """Raised when learner code calls a library kernel that the step asks it to write."""
+
+
+class RefusedRead(OSError):
+    """A refused file read on behalf of ``linecache`` (a stack or traceback being formatted):
+    an OSError, so the line is left out as for a missing file, and not counted against the
+    learner (honest ``inspect.stack()`` or ``traceback.print_stack()`` reads the grader's
+    lines)."""
+
+
+def _for_linecache(frame, depth: int = 4) -> bool:
+    """Whether one of the ``depth`` innermost frames from ``frame`` is the standard library's
+    linecache (reading source lines for a traceback or a stack)."""
+    import linecache as _linecache
+    home = os.path.realpath(_linecache.__file__)
+    while frame is not None and depth > 0:
+        if os.path.realpath(frame.f_code.co_filename) == home:
+            return True
+        frame, depth = frame.f_back, depth - 1
+    return False
 
 
 class Refusal:
@@ -269,6 +298,13 @@ def _audit_open(event, args):
         finally:
             _registry.in_hook = False
         return
+    if event in _REFUSED_HOOKS or event in _SPOOFING:
+        _registry.in_hook = True
+        try:
+            _refuse_hook_or_spoof(event, args, sys._getframe(1))
+        finally:
+            _registry.in_hook = False
+        return
     if event == "import" and args[0] in _FRESH_COPIES_OF:
         _registry.in_hook = True            # a second copy of a module the grader watches
         try:
@@ -284,6 +320,9 @@ def _audit_open(event, args):
     path = os.path.realpath(args[0])        # a link to a refused file is that file
     for refusal in _registry.active:
         if path in refusal.files and _learner_called(refusal, sys._getframe(1)):
+            if _for_linecache(sys._getframe(1)):
+                raise RefusedRead("reading %s is refused while this step is graded"
+                                  % os.path.basename(path))
             refusal.refused.append("the file " + os.path.basename(path))
             raise RefusedCall("reading %s is refused while this step is graded: the step asks "
                               "you to write this computation yourself" % os.path.basename(path))
@@ -291,6 +330,69 @@ def _audit_open(event, args):
 
 _FRESH_COPIES_OF = ("_tracemalloc",)   # its functions are watched (judging.peak_memory)
 _FRAMES_OF = {"gi_frame": "gi_code", "cr_frame": "cr_code", "ag_frame": "ag_code"}
+# Code that is the grader's although its file is not in nlpcore: break-it's hidden kernels,
+# compiled from text (nlpcore/lab/exercises/break-it/hidden.py).
+HIDDEN_CODE_FILES = frozenset(("<break-it kernel>",))
+# Hooks that would let learner code watch or rewrite the grader's frames while it runs: a trace
+# or profile function sees every frame entered (a hidden kernel's too) and, in CPython before
+# 3.13, what it writes to a frame's f_locals is copied back into that frame's variables; another
+# audit hook would see the grader's events. Refused to learner code while a grade runs.
+_REFUSED_HOOKS = ("sys.settrace", "sys.setprofile", "sys.addaudithook")
+# Compiling learner code under a file name of nlpcore (or of the standard modules that format
+# tracebacks and stacks, whose reads of f_code are let through) would make it pass for the
+# grader's own code in every check below: refused.
+_SPOOFING = ("compile", "code.__new__")
+_STACK_READERS = ("traceback.py", "inspect.py")   # stdlib modules that read every frame's code
+
+
+def _stdlib_file(name: str) -> str:
+    import inspect
+    import traceback
+    return {"traceback.py": traceback.__file__, "inspect.py": inspect.__file__}[name]
+
+
+def _is_stack_reader(filename: str) -> bool:
+    """Whether ``filename`` is the real traceback.py or inspect.py of the standard library."""
+    base = os.path.basename(filename)
+    return base in _STACK_READERS and os.path.realpath(filename) == os.path.realpath(_stdlib_file(base))
+
+
+def _is_the_file(source, filename: str) -> bool:
+    """Whether ``source`` (str or bytes) is the text of the file ``filename``."""
+    if not isinstance(source, (str, bytes)):
+        return False
+    try:
+        with open(filename, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return data == (source.encode("utf-8") if isinstance(source, str) else source)
+
+
+def _refuse_hook_or_spoof(event, args, frame):
+    """The audit hook's part for :data:`_REFUSED_HOOKS` and :data:`_SPOOFING` events raised by
+    learner code: noted in :attr:`Refusal.introspected` and refused (an audit hook that raises
+    stops the call; for ``sys.addaudithook`` a RuntimeError is what stops it)."""
+    if event in _SPOOFING:
+        filename = args[1] if len(args) > 1 else None
+        if not isinstance(filename, str) or not (
+                _in_package(filename) or os.path.basename(filename) in _STACK_READERS
+                or filename in HIDDEN_CODE_FILES):
+            return
+        if event == "compile" and _is_the_file(args[0], filename):
+            return                          # an import compiling the module's own source
+        if frame is not None and _in_package(frame.f_code.co_filename):
+            return                          # nlpcore's own (seal copies a function's code)
+        what = "compiling code as %s" % os.path.basename(filename)
+    else:
+        what = event
+    learner = [r for r in _registry.active if _learner_called(r, frame)]
+    if not learner:
+        return
+    for refusal in learner:
+        refusal.introspected.append(what)
+    raise RefusedCall("%s is refused while a grade runs: it would let your code watch or pass "
+                      "for the grader's own code" % what)
 
 
 def _audit_introspection(args):
@@ -302,17 +404,20 @@ def _audit_introspection(args):
         code = getattr(target, "__code__", None)
     elif attr == "f_code":
         code = target.f_code
+    elif attr == "tb_frame":
+        code = target.tb_frame.f_code
     elif attr in _FRAMES_OF:
         code = getattr(target, _FRAMES_OF[attr], None)
     else:
         return
-    if code is None or not _in_package(code.co_filename):
+    if code is None or not (_in_package(code.co_filename) or code.co_filename in HIDDEN_CODE_FILES):
         return
     frame = sys._getframe(2)                # the code that asked (1 is _audit_open)
     if frame is None or _in_package(frame.f_code.co_filename):
         return                              # nlpcore's own (a guard reads its caller's code)
-    if attr == "f_code" and os.path.basename(frame.f_code.co_filename) == "traceback.py":
-        return                              # formatting a traceback reads every frame's code
+    if attr in ("f_code", "tb_frame") and _is_stack_reader(frame.f_code.co_filename):
+        return                              # formatting a traceback or a stack (inspect.stack,
+                                            # traceback.print_stack) reads every frame's code
     for refusal in _registry.active:
         if _learner_called(refusal, frame):
             refusal.introspected.append("%s of %s" % (attr, os.path.basename(code.co_filename)))

@@ -155,3 +155,20 @@ def test_a_wrong_flops_count_says_expected_and_got():
     message = check(result, "flops")["message"]
     assert check(result, "flops")["status"] == "fail"
     assert "returned" in message and "expected" in message, message
+
+
+def test_the_cli_grader_without_pytorch_names_what_a_wheel_user_runs():
+    """Before: "pip install -e '.[triton]'", a command of this repository, which a learner who
+    installed the wheel from the Triton page cannot run. Now: pip install of PyTorch and Triton
+    (the wheel's pins where its metadata is installed), then the page's own check command."""
+    import subprocess
+    import sys
+
+    from nlpcore.lab.exercises.triton.exercise import CHECK_COMMAND
+    probe = ("import sys; sys.modules['torch'] = None\n"
+             "try:\n    import nlpcore.lab.exercises.triton.check_triton\n"
+             "except ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120).stdout
+    assert "python -m pip install torch" in out and "triton" in out, out
+    assert CHECK_COMMAND in out and "-e '.[" not in out, out

@@ -128,12 +128,24 @@ def test_static_use_follows_calls_from_main():
     (("fn main(", "fn entry("), "fn main"),
 ])
 def test_interface_errors_name_the_problem(edit, message):
+    """The reader's interface errors wait for the page's compiler (which accepts these shaders:
+    only a compile-only job goes to the page), then stand."""
     source = text("flash_fwd.wgsl").replace(*edit)
-    results = grade(EX, "harden", source)["checks"]
-    by_id = {r["id"]: r for r in results}
+    first = grade(EX, "harden", source)
+    by_id = {r["id"]: r for r in first["checks"]}
+    assert by_id["interface"]["status"] == "waiting" and message in by_id["interface"]["message"]
+    assert by_id["ragged"]["status"] == "pending" and by_id["ragged"]["job"]["meta"]["compile_only"]
+    by_id = {r["id"]: r for r in _compiled(source, first)["checks"]}
     assert by_id["interface"]["status"] == "fail"
     assert message in by_id["interface"]["message"]
-    assert by_id["ragged"]["status"] == "fail"  # no job is handed to the page
+    assert by_id["ragged"]["status"] == "fail" and message in by_id["ragged"]["message"]
+
+
+def _compiled(source: str, first: dict, step: str = "harden") -> dict:
+    """The grade once the page compiled the shader and ran its jobs (their outputs empty: the
+    checks that matter here fail before reading them)."""
+    ran = {c["id"]: {"outputs": {}} for c in first["checks"] if c["status"] == "pending"}
+    return conclude(EX, step, source, first, ran)
 
 
 def test_over_budget_is_refused_with_bytes_and_a_plan_that_fits():
@@ -179,7 +191,7 @@ def test_awkward_learner_plans_are_handled_quickly():
 
 def test_key_tiles_must_be_a_multiple_of_four():
     source = text("flash_fwd.wgsl").replace("override BC: u32;", "override BC: u32 = 6u;")
-    checks = {c["id"]: c for c in grade(EX, "harden", source)["checks"]}
+    checks = {c["id"]: c for c in _compiled(source, grade(EX, "harden", source))["checks"]}
     assert checks["ragged"]["status"] == "fail" and "BC = 6 is not a multiple of 4" in checks["ragged"]["message"]
 
 
@@ -406,6 +418,38 @@ def test_python_checks_wait_for_the_compiler_and_stand_alone_only_without_one():
     python = [c for c in absent["checks"] if c["id"] not in pending and c["status"] != "local"]
     assert python and all(c["status"] == "pass" and "without compiling" in c["message"] for c in python)
     assert not absent["passed"]
+
+
+def test_a_shader_the_reader_cannot_read_still_goes_to_the_compiler_first():
+    """Before: an override the Python reader cannot evaluate (`(16u`) failed budget, mirror and
+    every GPU check with the reader's message, and no job reached the page, so the compiler
+    never spoke. Now the reader's failures wait for the compiler like the passes do, and each
+    GPU check sends a compile-only job (the lab's shader runs in its place): a compile error
+    is every check's message; where the compiler accepts the shader, or the page has none, the
+    reader's message stands."""
+    code = EX.step("scratch").solution.replace("override BR: u32;", "override BR: u32 = (16u;", 1)
+    assert code != EX.step("scratch").solution
+    out = grade(EX, "scratch", code)
+    status = {c["id"]: c["status"] for c in out["checks"]}
+    assert {status[c] for c in PYTHON_CHECKS} == {"waiting"}, status
+    assert {status[c] for c in SCRATCH_GPU} == {"pending"}, status
+    jobs = [c["job"] for c in out["checks"] if c["status"] == "pending"]
+    assert all(j["meta"]["guard"]["source"] == code and "cannot be evaluated" in j["meta"]["compile_only"]
+               and j["shader"] == "flash_fwd.wgsl" for j in jobs), jobs[0]["meta"]
+    pending = [c["id"] for c in out["checks"] if c["status"] == "pending"]
+    rejected = conclude(EX, "scratch", code, out,
+                        {i: {"error": "line 3:24 expected ')'", "fails_all": True} for i in pending})
+    assert all(c["status"] == "error" and "expected ')'" in c["message"]
+               for c in rejected["checks"] if c["status"] != "local"), rejected["checks"]
+    accepted = conclude(EX, "scratch", code, out, {i: {"outputs": {}} for i in pending})
+    done = {c["id"]: c for c in accepted["checks"]}
+    for cid in ("budget", "mirror") + tuple(SCRATCH_GPU):
+        assert done[cid]["status"] == "fail" and "cannot be evaluated" in done[cid]["message"], done[cid]
+    assert not accepted["passed"]
+    absent = conclude(EX, "scratch", code, out,
+                      {i: {"error": "no WebGPU adapter", "fails_all": False} for i in pending})
+    done = {c["id"]: c for c in absent["checks"]}
+    assert done["budget"]["status"] == "fail" and "cannot be evaluated" in done["budget"]["message"]
 
 
 def test_the_untouched_harden_starter_passes_nothing_in_python():

@@ -26,7 +26,7 @@ from .wire import NotAnArray
 
 __all__ = ["TOLERANCES", "CheckFailed", "NotAnArray", "call_learner", "peak_memory", "plain_array",
            "plain_tuple", "shapes_of", "expect_array", "assert_close", "flash_bar", "expect_number",
-           "relative_close", "prediction_close", "rng"]
+           "relative_close", "prediction_close", "rng", "measured_outside", "outside_growth"]
 
 # Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
 # |got - want| <= atol + rtol · |want| at each entry. float16 checks use the low-precision bar
@@ -312,6 +312,20 @@ def prediction_close(name: str, got: float, want: float, rtol: float, *, what: s
                       % (name, got, side, span, 100 * rtol, ("; " + hint) if hint else ""),
                       expected="within %g%% of the true value" % (100 * rtol), answer="%.6g" % want,
                       got="%.6g (%s, %s)" % (got, side, span))
+
+
+def measured_outside() -> bool:
+    """Collect side: whether the operating system measures this learner process's peak memory
+    (a CPython grade's own process, :mod:`nlpcore.lab.runner`); a tiled check then runs its
+    large memory case too (:data:`nlpcore.lab.working_set.OUTSIDE_CASE`)."""
+    return bool(model._INPUTS.measured)
+
+
+def outside_growth():
+    """Judge side: the learner process's peak memory growth in bytes as the operating system
+    counted it, or None where the grade was not measured that way (the page, tests that grade
+    in one interpreter)."""
+    return model.outside_growth()
 
 
 def rng(case: int):

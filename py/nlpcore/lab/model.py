@@ -51,9 +51,21 @@ class _Inputs:
 
     def __init__(self):
         self.seed = 0
+        self.measured = False   # learner side: its process's peak memory is read from outside
+        self.growth = None      # judge side: that peak's growth in bytes (None: not measured)
 
 
 _INPUTS = _Inputs()
+
+
+def set_outside(growth) -> None:
+    """Judge side: the learner process's peak memory growth in bytes as the operating system
+    counted it (:mod:`nlpcore.lab.runner`), or None where it was not measured."""
+    _INPUTS.growth = None if growth is None else int(growth)
+
+
+def outside_growth():
+    return _INPUTS.growth
 
 
 def set_seed(seed: int) -> None:

@@ -73,6 +73,7 @@ def collect(exercise_id: str, step_id: str, code: str, seed: int, *,
         phase = {"stopped": why, "verdicts": {}, "collected": {}, "seed": seed, "stdout": "",
                  "stderr": "", "traceback": "", "restored": [], "report": None, "record": {},
                  "elapsed_ms": round(elapsed * 1000.0, 1)}
+    phase["outside"] = {"peak_growth": reply.get("peak_growth")}   # measured by the zygote
     raw = _text(reply.get("stdout"), "stdout") + _text(reply.get("stderr"), "stderr")
     if raw:
         phase["stderr"] = (phase.get("stderr") or "") + raw
@@ -181,6 +182,7 @@ def main() -> None:
     lab = importlib.import_module("nlpcore.lab")   # (by name: nlpcore.lab imports this module)
     from . import session
     lab.exercises()                         # every exercise built once, before any fork
+    _become_subreaper()                     # orphans of learner processes come back here
     session.pristine()                      # and the snapshot each learner process restores to
     while True:
         try:
@@ -196,6 +198,7 @@ def _serve(request: dict, keep_closed) -> dict:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
+    baseline = _resident_kib()              # this zygote's resident memory, which the fork shares
     pid = os.fork()
     if pid == 0:                            # the learner process
         try:
@@ -214,11 +217,14 @@ def _serve(request: dict, keep_closed) -> dict:
         os.close(fd)
     deadline = time.monotonic() + float(request["time_limit"])
     streams, timed_out = _drain((out_r, err_r, res_r), deadline, pid)
-    status = _reap(pid, deadline)
+    status, peak_kib = _reap(pid, deadline)
     timed_out = timed_out or status is None
     if status is None:                      # it closed its pipes and kept running
-        status = _reap(pid, None)
+        status, peak_kib = _reap(pid, None)
+    peak_kib = max([peak_kib] + _reap_orphans())
+    growth = None if baseline is None or not peak_kib else max(0, peak_kib - baseline) * 1024
     return {"result": streams[res_r].decode("utf-8", "replace") if streams[res_r] else None,
+            "peak_growth": growth,
             "stdout": base64.b64encode(streams[out_r][:OUTPUT_BYTES + 1]).decode("ascii"),
             "stderr": base64.b64encode(streams[err_r][:OUTPUT_BYTES + 1]).decode("ascii"),
             "returncode": -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status),
@@ -254,6 +260,8 @@ def _learner(request: dict, fd: int) -> None:
     for path in request["paths"]:
         if path not in exercises.__path__:
             exercises.__path__.append(path)
+    from . import model
+    model._INPUTS.measured = True           # the zygote reads this process's peak memory
     try:
         ex = lab.exercise(request["exercise"])
         text = wire.pack(session.collect(ex, request["step"], request["code"], request["seed"]))
@@ -269,16 +277,78 @@ def _learner(request: dict, fd: int) -> None:
 
 
 def _reap(pid: int, deadline: Optional[float]):
-    """The learner process's wait status once it ended; None at the deadline (it is killed
-    then, and ``_reap(pid, None)`` collects it)."""
+    """(the learner process's wait status, its peak resident memory in KiB as the kernel
+    counted it, its waited-for children's included) once it ended; (None, 0) at the deadline
+    (it is killed then, and ``_reap(pid, None)`` collects it)."""
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG if deadline is not None else 0)
+        done, status, usage = os.wait4(pid, os.WNOHANG if deadline is not None else 0)
         if done:
-            return status
+            return status, usage.ru_maxrss
         if time.monotonic() >= deadline:
             _kill(pid)
-            return None
+            return None, 0
         time.sleep(0.005)
+
+
+# -- memory measured from outside the learner's process ----------------------------------------
+#
+# The learner process reports the memory its kernel allocated (tracemalloc, judging.peak_memory),
+# and a learner process can report anything. The kernel's own count cannot be talked down: the
+# peak resident memory (ru_maxrss) of the learner process and of every process it started, read
+# here when they are reaped. The zygote is their "child subreaper" (Linux prctl), so a process
+# the learner's code forks and leaves behind comes back to it (killed, then reaped) instead of
+# escaping to init. Compared with this zygote's resident memory when it forked (the copy starts
+# sharing it), the growth is what the grade's whole learner side allocated at its peak; the
+# judge holds it against a memory case where the full score matrix is far larger
+# (nlpcore.lab.working_set.OUTSIDE_*).
+
+PR_SET_CHILD_SUBREAPER = 36             # linux/prctl.h
+
+
+def _become_subreaper() -> bool:
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError, ImportError):
+        return False
+
+
+def _resident_kib() -> Optional[int]:
+    """This process's resident memory (VmRSS, KiB), or None where /proc has none."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _reap_orphans() -> list:
+    """Kill and reap every process left to this zygote (the learner process's descendants,
+    reparented here when it ended); their peak resident memory in KiB each."""
+    peaks = []
+    for _ in range(1000):                   # (a bound: descendants cannot outrun it for ever)
+        try:
+            with open("/proc/self/task/%d/children" % os.getpid()) as listing:
+                alive = [int(p) for p in listing.read().split()]
+        except (OSError, ValueError):
+            alive = []
+        for child in alive:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            done, _, usage = os.wait4(-1, 0 if alive else os.WNOHANG)
+        except ChildProcessError:
+            return peaks
+        if not done:
+            return peaks
+        peaks.append(usage.ru_maxrss)
+    return peaks
 
 
 ENDED_GRACE_S = 0.2         # reading on after the learner process ended, for data in flight

@@ -75,7 +75,8 @@ _grader = _Grader()
 # code raises one reports it in ``restored``, and the page then replaces its Python worker.
 AUDITED_EVENTS = frozenset(("sys.addaudithook", "gc.get_objects", "gc.get_referrers",
                             "gc.get_referents", "ctypes.dlopen", "ctypes.addressof",
-                            "ctypes.cdata", "ctypes.string_at", "ctypes.PyObj_FromPtr"))
+                            "ctypes.cdata", "ctypes.string_at", "ctypes.PyObj_FromPtr",
+                            "ctypes.dlsym", "ctypes.call_function", "sys._current_frames"))
 
 
 def _audit(event, args):
@@ -313,30 +314,37 @@ def collect(exercise: Exercise, step_id: str, code: str, seed: int,
     only = checked_only(step, only)
     start = time.perf_counter()
     model.set_seed(seed)
-    verdicts: Dict[int, dict] = {}
-    collected: Dict[int, object] = {}
     timing: Dict[int, float] = {}           # check index -> ms its learner part took
-    report, record, problem = None, {}, None
+    report, record, problem = None, {}, wire.pack(None)
+    # Until the learner's code is gone (the restore at the end of `isolated`, which may run
+    # what it left behind), the grade's results exist only as packed text in a rebound tuple
+    # (see _phase_one): a frame of this function holds nothing that code could rewrite.
     with isolated(**_refused_modules(exercise, step)) as session:
         try:
             ns = learner_namespace(step, code)
         except LearnerError as err:
-            problem = err.problem
-            verdicts = {i: result(c.id, c.title, "error", str(err))
-                        for i, c in enumerate(step.checks) if c.runner != "local" and _runs(c, only)}
+            problem = wire.pack(err.problem)
+            done = _packed_verdicts({i: result(c.id, c.title, "error", str(err))
+                                     for i, c in enumerate(step.checks)
+                                     if c.runner != "local" and _runs(c, only)})
         except BaseException as err:  # the grader itself was broken by the learner's code
             repair_builtins()
-            verdicts, collected = _stopped(step, err), {}
+            done = _packed_verdicts(_stopped(step, err))
         else:
             try:
-                _phase_one(step, ns, session, verdicts, collected, timing, only)
+                done = _phase_one(step, ns, session, timing, only)
                 report, record = _report_and_record(step, ns)
+                report, record = wire.pack(report), wire.pack(record)
             except BaseException as err:  # the grader itself was broken by the learner's code
                 repair_builtins()
-                verdicts, collected = _stopped(step, err), {}
+                done, report, record = _packed_verdicts(_stopped(step, err)), None, None
         ns = None
+    verdicts, collected = _unpacked(done)
+    report = None if report is None else wire.unpack(report)
+    record = {} if record is None or record == {} else wire.unpack(record)
     out = {"verdicts": verdicts, "collected": collected, "report": report, "record": record,
-           "restored": session.restored, "seed": seed, "timing": timing, "only": only, "problem": problem,
+           "restored": session.restored, "seed": seed, "timing": timing, "only": only,
+           "problem": wire.unpack(problem),
            "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1)}
     out.update(session.output())
     return out
@@ -361,40 +369,66 @@ def _runs(check: Check, only: Optional[List[str]]) -> bool:
     return only is None or check.id in only
 
 
-def _phase_one(step: Step, ns: dict, session: "_Session", verdicts: dict, collected: dict,
-               timing: dict, only: Optional[List[str]] = None):
+def _phase_one(step: Step, ns: dict, session: "_Session", timing: dict,
+               only: Optional[List[str]] = None) -> tuple:
     """Every check's learner part: ``collect`` (once per distinct collect function), a page
     job's ``prepare``, or (a one-phase check of a WGSL step, where no learner code runs) the
     whole ``run``. ``timing[i]``: the milliseconds check i's part took (a shared collect counts
-    for the first check that ran it), so a slow grade can say where its time went."""
+    for the first check that ran it), so a slow grade can say where its time went.
+
+    Returns ((i, "v" or "c", packed text), ...): each check's verdict ("v") or collected data
+    ("c"), packed (:func:`nlpcore.lab.wire.pack`) as soon as it exists and kept in a tuple that
+    is rebound, never changed: learner code that runs later in the grade (the next checks, the
+    report, callbacks) and walks the frames (``sys._getframe``, ``f_back``, ``f_locals``) finds
+    only immutable text, never a container of an earlier check's data to rewrite."""
     refused = session.refusal.refused
     at_load = list(refused)
-    shared: Dict[Callable, tuple] = {}     # checks that share a collect run it once
+    done = ()                               # ((i, kind, packed), ...), rebound per check
+    shared = ()                             # ((collect function, packed outcome, calls), ...)
     for i, check in enumerate(step.checks):
         del refused[:]
         if check.runner == "local" or not _runs(check, only):
             continue
         started = time.perf_counter()
         if check.runner == "python" and check.collect is not None:
-            if check.collect not in shared:
-                shared[check.collect] = (_collect(check, ns), list(refused))
-            (failure, data), calls = shared[check.collect]
+            known = [entry for entry in shared if entry[0] is check.collect]
+            if not known:
+                failure, data = _collect(check, ns)
+                outcome = wire.pack(("v", failure) if failure is not None else ("c", data))
+                known = [(check.collect, outcome, tuple(refused))]
+                shared = shared + tuple(known)
+            _, outcome, calls = known[0]
             refused.extend(calls)
-            if failure is None:
-                collected[i] = data
-            else:
-                verdicts[i] = dict(failure, id=check.id, title=check.title)
+            kind, value = wire.unpack(outcome)
+            entry = (i, kind, wire.pack(value if kind == "c" else
+                                        dict(value, id=check.id, title=check.title)))
         elif check.runner == "python" and step.language == "python":
-            verdicts[i] = result(check.id, check.title, "error", "the grader's check %r has no "
-                                 "collect/judge phases, so it cannot be judged apart from your "
-                                 "code; this is a fault of the grader" % check.id)
+            entry = (i, "v", wire.pack(result(
+                check.id, check.title, "error", "the grader's check %r has no collect/judge "
+                "phases, so it cannot be judged apart from your code; this is a fault of the "
+                "grader" % check.id)))
         else:
-            verdicts[i] = _learner_side(check, ns)
+            entry = (i, "v", wire.pack(_learner_side(check, ns)))
         timing[i] = round((time.perf_counter() - started) * 1000.0, 1)
         if refused or at_load:
-            verdicts[i] = result(check.id, check.title, "fail", refusal.message(refused + at_load))
-            collected.pop(i, None)
+            entry = (i, "v", wire.pack(result(check.id, check.title, "fail",
+                                              refusal.message(refused + at_load))))
+        done = done + (entry,)
     del refused[:]
+    return done
+
+
+def _packed_verdicts(verdicts: Dict[int, dict]) -> tuple:
+    return tuple((i, "v", wire.pack(v)) for i, v in sorted(verdicts.items()))
+
+
+def _unpacked(done: tuple):
+    """(verdicts, collected) dicts from :func:`_phase_one`'s packed entries."""
+    verdicts: Dict[int, dict] = {}
+    collected: Dict[int, object] = {}
+    for i, kind, text in done:
+        (collected if kind == "c" else verdicts)[i] = wire.unpack(text)
+    return verdicts, collected
 
 
 def _collect(check: Check, ns: dict):

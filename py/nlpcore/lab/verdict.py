@@ -33,6 +33,7 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
     step = exercise.step(step_id)
     start = time.perf_counter()
     model.set_seed(phase["seed"])
+    model.set_outside((phase.get("outside") or {}).get("peak_growth"))
     verdicts, collected = phase["verdicts"], phase["collected"]
     if phase.get("stopped"):            # the learner's process ended without a result
         verdicts = {i: result(c.id, c.title, "error", phase["stopped"])
@@ -48,7 +49,7 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
                 checks.append(result(check.id, check.title, "local", check.explain,
                                      command=check.command, runner="local"))
             elif i in verdicts:
-                checks.append(verdicts[i])
+                checks.append(_learner_verdict(step, check, verdicts[i]))
             elif i in collected:
                 judging_started = time.perf_counter()
                 checks.append(_judged(check, check.judge, collected[i]))
@@ -62,6 +63,17 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
     checks = [dict(c, ms=round(timing[at[c["id"]]], 1)) if at[c["id"]] in timing else c for c in checks]
     phase = dict(phase, refused=refusal(step, incomplete))
     return finish(exercise, step, checks, phase, judged_ms=(time.perf_counter() - start) * 1e3)
+
+
+def _learner_verdict(step: Step, check: Check, verdict: dict) -> dict:
+    """A verdict the learner's side decided (the code did not load, a collect failed, a refused
+    call, a page job). For a Python step it can only be a failure, an error or a page job: the
+    learner's side never passes a check of learner code, only this judge does, so a "pass" from
+    there (a rewritten record) is refused."""
+    if step.language == "python" and verdict.get("status") not in ("fail", "error", "pending"):
+        return result(check.id, check.title, "error", "the side that ran your code reported %r "
+                      "for this check, which only the judge may decide" % verdict.get("status"))
+    return verdict
 
 
 # A Predict step's checks that ask only "is every part of the answer there?" (their message
@@ -178,24 +190,31 @@ WAITING = "waiting"     # a Python check of a shader, held until the page's comp
 
 
 def _wait_for_the_compiler(step: Step, checks: List[dict]) -> List[dict]:
-    """In a step whose code only the page compiles (a WGSL shader), a Python check that passed
-    waits (status WAITING, its verdict kept in ``held``) while page jobs are pending: a shader
-    that does not compile must pass nothing, and the compiler's message comes first."""
+    """In a step whose code only the page compiles (a WGSL shader), a Python check that passed,
+    and any check that failed because the Python reader could not read the shader (marked
+    ``unreadable``), waits (status WAITING, its verdict kept in ``held``) while page jobs are
+    pending: a shader that does not compile must pass nothing, and the compiler's message
+    comes first."""
     if step.language == "python" or not any(c["status"] == "pending" for c in checks):
         return checks
     return [dict(c, status=WAITING, held={"status": c["status"], "message": c["message"]},
                  message="waits for the page to compile your shader: %s" % c["message"])
-            if c["status"] == "pass" and c.get("runner", "python") == "python" else c
+            if (c["status"] == "pass" and c.get("runner", "python") == "python")
+            or (c["status"] == "fail" and c.get("unreadable")) else c
             for c in checks]
 
 
 def _after_the_compiler(c: dict, compiled: bool, no_compiler: bool = False) -> dict:
+    """A WAITING check once the page is done: its held verdict where the page compiled the
+    shader or has no compiler (a pass then says it was checked without compiling); an error
+    where the page ran nothing of it."""
     if c["status"] != WAITING:
         return c
     held = c.get("held") or {}
-    if (compiled or no_compiler) and held.get("status") == "pass":
-        note = "" if compiled else " (checked without compiling: the page could not run your shader)"
-        return dict({k: v for k, v in c.items() if k != "held"}, status="pass",
+    if (compiled or no_compiler) and held.get("status") in ("pass", "fail"):
+        note = ("" if compiled or held["status"] != "pass" else
+                " (checked without compiling: the page could not run your shader)")
+        return dict({k: v for k, v in c.items() if k != "held"}, status=held["status"],
                     message=held.get("message", "") + note)
     return result(c["id"], c["title"], "error", "not run: the page did not compile your "
                   "shader, so its Python-side checks were not graded")

@@ -15,6 +15,26 @@ import tracemalloc
 from .judging import peak_memory
 from .model import CheckFailed
 
+# The memory case measured from outside the learner's process (CPython grades; the runner reads
+# the process's peak resident memory from the kernel, which learner code cannot talk down):
+# (label, Nq, Nk, d, dv, block_q, block_k). Its full float64 score matrix is 128 MiB and a naive
+# kernel holds two or three of them; a tiled one holds tiles of 1 MiB. The grade fails when the
+# whole learner process grew by more than 1/OUTSIDE_SHARE of one score matrix.
+OUTSIDE_CASE = ("Nq=2048, Nk=8192, d=4, blocks 256×512, measured by the operating system",
+                2048, 8192, 4, 4, 256, 512)
+OUTSIDE_SHARE = 2
+OUTSIDE_ROWS = 16           # rows of its output sent to the judge and checked there
+# The backward's case: Nq a quarter of the forward's (a grade stays near a second); P, dP and dS
+# whole are 32 MiB each.
+OUTSIDE_BACKWARD_CASE = ("Nq=512, Nk=8192, d=4, blocks 128×512, measured by the operating "
+                         "system", 512, 8192, 4, 4, 128, 512)
+
+
+def first_rows(x):
+    """The first OUTSIDE_ROWS rows of a collected array (anything else as it is)."""
+    import numpy as np
+    return x[:OUTSIDE_ROWS] if isinstance(x, np.ndarray) and x.ndim else x
+
 TILE_BUFFERS = 12    # (Br, Bc) float64 temporaries (scores, exp, masks, dP, dS) with their
                      # (B, d) slices; the reference backward holds about 7 at once
 ROW_STATS = 6        # float64 numbers per query row (m, ℓ, lse, D and a copy or two)
@@ -66,3 +86,19 @@ def assert_tiled(peak: int, *, n_q: int, n_k: int, out_bytes: int, block_q: int,
     return ("%s: %.3f MiB at peak (budget %.3f MiB; one row against all keys would be %.3f "
             "MiB, the full score matrix %.2f MiB)" % (context, peak * MIB, limit * MIB,
                                                       row * MIB, n_q * n_k * 8 * MIB))
+
+
+def assert_outside(growth: int, *, n_q: int, n_k: int, context: str) -> str:
+    """Fail when the learner process's peak memory growth (bytes, measured by the operating
+    system) exceeds 1/OUTSIDE_SHARE of one float64 Nq×Nk score matrix."""
+    full = n_q * n_k * 8
+    limit = full // OUTSIDE_SHARE
+    if growth > limit:
+        raise CheckFailed(
+            "%s: the process that ran your code grew by %.0f MiB at its peak, as the operating "
+            "system counted it: more than half of one %d×%d float64 score matrix (%.0f MiB). A "
+            "tiled kernel on these inputs needs a few MiB: compute the scores one (block_q × "
+            "block_k) tile at a time" % (context, growth * MIB, n_q, n_k, full * MIB),
+            expected="peak growth <= %.0f MiB" % (limit * MIB), got="%.0f MiB" % (growth * MIB))
+    return ("%s: the process grew by %.1f MiB at its peak (operating system's count; the full "
+            "score matrix is %.0f MiB)" % (context, growth * MIB, full * MIB))

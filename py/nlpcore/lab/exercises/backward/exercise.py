@@ -14,6 +14,7 @@ import numpy as np
 from nlpcore.kernels import flash_np, reference
 from nlpcore.lab import working_set
 from nlpcore.lab.judging import (assert_close, call_learner, expect_array, flash_bar,
+                                 measured_outside, outside_growth,
                                  plain_tuple, rng, shapes_of)
 from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, LIBRARY_KERNELS, Step
 
@@ -221,10 +222,28 @@ def _tiled_forward_check():
         q, k, v = inputs()
         out, peak = working_set.measure(_forward_on, ns, q, k, v, context=label, block_q=bq,
                                 block_k=bk, plain=False)
-        return plain_tuple(out, ("o", "lse"), "forward"), peak
+        tiled = plain_tuple(out, ("o", "lse"), "forward"), peak
+        if not measured_outside() or peak > budget:
+            return tiled + (None,)
+        big_label, _, _, _, _, big_bq, big_bk = working_set.OUTSIDE_CASE   # (see compose)
+        q, k, v = _outside_inputs(working_set.OUTSIDE_CASE, 96)[:3]
+        o, lse = _forward_on(ns, q, k, v, context=big_label, block_q=big_bq, block_k=big_bk)
+        return tiled + ((working_set.first_rows(o), working_set.first_rows(lse)),)
+
+    budget = working_set.budget(out_bytes=8 * (n_q * d + n_q), n_q=n_q, block_q=bq, block_k=bk,
+                                width=d)
 
     def judge(collected):
-        (o, lse), peak = collected
+        (o, lse), peak, outside = collected
+        notes = [judge_tiled(o, lse, peak)]
+        if outside_growth() is not None:
+            q, k, v = _outside_inputs(working_set.OUTSIDE_CASE, 96)[:3]
+            rows = slice(0, working_set.OUTSIDE_ROWS)
+            notes.append(_judge_outside(working_set.OUTSIDE_CASE, outside, ("o", "lse"),
+                                        reference.forward(q[rows], k, v), q, k, v))
+        return "; ".join(notes)
+
+    def judge_tiled(o, lse, peak):
         q, k, v = inputs()
         shapes = shapes_of(q=q, k=k, v=v)
         expect_array("o", o, (n_q, d), shapes)
@@ -327,6 +346,46 @@ def _judge_finite_differences(got):
     return "matches central differences of the naive forward: max |Δ| = %.2g" % worst
 
 
+OUTSIDE_CHUNK = 32          # query rows of o, lse the grader computes at once for the backward case
+
+
+def _forward_in_chunks(q, k, v):
+    """(o, lse) of plain softmax attention, OUTSIDE_CHUNK query rows at a time (the learner
+    process's whole peak is measured: the grader's own arrays must stay small there)."""
+    n, d = q.shape
+    o, lse = np.zeros((n, v.shape[1])), np.zeros(n)
+    for r0 in range(0, n, OUTSIDE_CHUNK):
+        s = q[r0:r0 + OUTSIDE_CHUNK] @ k.T / np.sqrt(d)            # (rows, Nk) scores
+        m = s.max(axis=1)
+        p = np.exp(s - m[:, None])
+        l = p.sum(axis=1)
+        o[r0:r0 + OUTSIDE_CHUNK] = p @ v / l[:, None]
+        lse[r0:r0 + OUTSIDE_CHUNK] = m + np.log(l)
+    return o, lse
+
+
+def _outside_inputs(case, seed):
+    """q, k, v, dO of a case measured from outside the learner's process (working_set)."""
+    label, n_q, n_k, d, dv, bq, bk = case
+    r = rng(seed)
+    return r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv), r.randn(n_q, dv)
+
+
+def _judge_outside(case, got, names, want, q, k, v) -> str:
+    """The first rows of the outside case against ``want``, then the operating system's count
+    of the learner process's peak growth (:func:`nlpcore.lab.working_set.assert_outside`)."""
+    label, n_q, n_k = case[:3]
+    if got is None or any(g is None for g in got):
+        raise CheckFailed("%s: your code's process did not run this case, which the grader "
+                          "measures from outside it" % label, expected=" and ".join(names),
+                          got="nothing")
+    shapes = shapes_of(q=q, k=k, v=v)
+    context = label + ", rows 0..%d" % (working_set.OUTSIDE_ROWS - 1)
+    for name, g, w in zip(names, got, want):
+        assert_close(name, g, w, shapes=shapes, dtype="float64", context=context)
+    return working_set.assert_outside(outside_growth(), n_q=n_q, n_k=n_k, context=label)
+
+
 def _tiled_backward_check():
     label, n_q, n_k, d, bq, bk = TILED
 
@@ -339,10 +398,33 @@ def _tiled_backward_check():
         o, lse = flash_np.forward(q, k, v, block_q=bq, block_k=bk)
         out, peak = working_set.measure(_backward_on, ns, q, k, v, o, lse, do, context=label,
                                 block_q=bq, block_k=bk, plain=False)
-        return plain_tuple(out, ("dq", "dk", "dv"), "backward"), peak
+        tiled = plain_tuple(out, ("dq", "dk", "dv"), "backward"), peak
+        if not measured_outside() or peak > budget:
+            return tiled + (None,)
+        case = working_set.OUTSIDE_BACKWARD_CASE       # (see online-softmax/compose_checks.py)
+        big_label, n, _, _, _, big_bq, big_bk = case
+        q, k, v, do = _outside_inputs(case, 95)
+        o, lse = _forward_in_chunks(q, k, v)
+        dq, _, _ = _backward_on(ns, q, k, v, o, lse, do, context=big_label, block_q=big_bq,
+                                block_k=big_bk)
+        return tiled + (working_set.first_rows(dq),)
+
+    budget = working_set.budget(out_bytes=8 * (n_q * d + 2 * n_k * d), n_q=n_q, block_q=bq,
+                                block_k=bk, width=d)
 
     def judge(collected):
-        grads, peak = collected
+        grads, peak, outside = collected
+        notes = [judge_tiled(grads, peak)]
+        if outside_growth() is not None:
+            q, k, v, do = _outside_inputs(working_set.OUTSIDE_BACKWARD_CASE, 95)
+            rows = slice(0, working_set.OUTSIDE_ROWS)
+            o, lse = reference.forward(q[rows], k, v)
+            want = reference.backward(q[rows], k, v, o, lse, do[rows])[:1]
+            notes.append(_judge_outside(working_set.OUTSIDE_BACKWARD_CASE, (outside,), ("dq",),
+                                        want, q, k, v))
+        return "; ".join(notes)
+
+    def judge_tiled(grads, peak):
         q, k, v, do = inputs()
         shapes = shapes_of(q=q, k=k, v=v, do=do)
         for name, g, n in zip(("dq", "dk", "dv"), grads, (n_q, n_k, n_k)):
@@ -377,7 +459,8 @@ _BACKWARD_CASES = {
 def build() -> Exercise:
     harden = Step(
         id="harden", kind="Harden", title="Harden a tiled forward", minutes=30,
-        statement=HERE.statement("harden"),
+        statement=HERE.statement("harden", tiled_nq=TILED[1], tiled_nk=TILED[2],
+                                 outside_nq=working_set.OUTSIDE_CASE[1], outside_nk=working_set.OUTSIDE_CASE[2]),
         starter=HERE.starter("harden"), solution=HERE.solution("harden"),
         hints=(
             "Ragged: clamp `q1 = min(q0 + block_q, n_q)` and loop keys over "
@@ -414,7 +497,8 @@ def build() -> Exercise:
         ))
     scratch = Step(
         id="scratch", kind="Scratch", title="The recomputing backward", minutes=45,
-        statement=HERE.statement("scratch"),
+        statement=HERE.statement("scratch", tiled_nq=TILED[1], tiled_nk=TILED[2],
+                                 outside_nq=working_set.OUTSIDE_BACKWARD_CASE[1], outside_nk=working_set.OUTSIDE_BACKWARD_CASE[2]),
         starter=HERE.starter("scratch"), solution=HERE.solution("scratch"),
         hints=(
             "`D = (do * o).sum(axis=1)`. Why is it equal to rowsum(P ∘ dP)? Because "

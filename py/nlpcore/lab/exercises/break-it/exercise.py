@@ -7,7 +7,6 @@ import copy
 import types
 
 from nlpcore.lab.model import Check, CheckFailed, Exercise, Folder, Step
-from nlpcore.lab.judging import rng
 from . import hidden
 from . import mutants as mu
 
@@ -98,19 +97,21 @@ def _learner_tests(ns):
 def _collect_matrix(ns):
     """Phase 1: the learner's kill matrix as plain data ({kernel: {test: outcome string}}),
     over the hidden kernels (:mod:`hidden`: the same bugs written differently from the shown
-    ones), handed over in an order shuffled per grade, each one to tests whose module state
-    (values, function defaults and attributes) is put back as it was before every kernel, so a
-    suite can neither recognise a kernel by its code nor count its way to one."""
+    ones). The suite gets them as stand-ins that only their behaviour tells apart, made for this
+    grade in an order drawn from the operating system's entropy (:func:`hidden.for_suite`);
+    each column is filled before anyone knows which kernel it belongs to (:func:`hidden.identify`
+    reads that once every test ran), and the tests' module state (values, function defaults and
+    attributes) is put back before every kernel, so a suite can neither recognise a kernel by
+    its code, name or frames nor count its way to one."""
     tests = _learner_tests(ns)
     reset = _state_keeper(ns)
-    ids = ["clean"] + list(mu.MUTANTS)
-    order = [ids[i] for i in rng(0).permutation(len(ids))]
-    matrix = {}
-    for kid in order:
+    stand_ins = hidden.for_suite()
+    columns = []
+    for kernel in stand_ins:
         reset()
-        kernel = mu.load_kernel(hidden.source(kid))
-        matrix[kid] = {str(t): str(mu.outcome(fn, kernel)) for t, fn in tests.items()}
-    return {kid: matrix[kid] for kid in ids}
+        columns.append({str(t): str(mu.outcome(fn, kernel)) for t, fn in tests.items()})
+    matrix = {hidden.identify(kernel): column for kernel, column in zip(stand_ins, columns)}
+    return {kid: matrix[kid] for kid in ["clean"] + list(mu.MUTANTS)}
 
 
 def _state_keeper(ns):

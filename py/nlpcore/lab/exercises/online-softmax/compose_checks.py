@@ -6,11 +6,13 @@ computes the expected values once the learner's code is gone.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nlpcore.kernels import reference
 from nlpcore.lab import working_set
 from . import variants
-from nlpcore.lab.judging import (assert_close, call_learner, expect_array,
-                                 plain_tuple, rng, shapes_of)
+from nlpcore.lab.judging import (assert_close, call_learner, expect_array, measured_outside,
+                                 outside_growth, plain_tuple, rng, shapes_of)
 from nlpcore.lab import model
 from nlpcore.lab.model import CheckFailed
 
@@ -127,10 +129,23 @@ def _shape_text(n_q, n_k, d, dv):
     return "q (%d, %d), k (%d, %d), v (%d, %d)" % (n_q, d, n_k, d, n_k, dv)
 
 
+def tiled_values() -> dict:
+    """The memory cases' sizes, for the statement (numbers from the code, not typed twice)."""
+    outside = working_set.OUTSIDE_CASE
+    return {"tiled_nq": TILED_CASE[1], "tiled_nk": TILED_CASE[2], "outside_nq": outside[1],
+            "outside_nk": outside[2]}
+
+
 def _seed(n_q, n_k):
     """The grade's seed, shown per case: ``nlpcore.lab.grade(exercise, step, code, seed=...)``
     rebuilds the same inputs."""
     return model.grade_seed()
+
+
+def _outside_inputs():
+    label, n_q, n_k, d, dv, bq, bk = working_set.OUTSIDE_CASE
+    r = rng(98)
+    return r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv)
 
 
 def collect_tiled(ns):
@@ -139,11 +154,51 @@ def collect_tiled(ns):
     q, k, v = r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv)
     out, peak = working_set.measure(call_learner, ns["attention"], q, k, v, bq, bk, causal=False,
                             shapes=shapes_of(q=q, k=k, v=v), context=label)
-    return plain_tuple(out, ("o", "lse"), "attention"), peak
+    tiled = plain_tuple(out, ("o", "lse"), "attention"), peak
+    if not measured_outside() or peak > _budget():
+        return tiled + (None,)              # (over the budget: the judge fails it on that)
+    # The case whose memory the operating system measures (CPython), run where the measured
+    # peak was within the budget, so that code which talks that peak down is caught here, and
+    # honest untiled code does not pay for it. Its first rows go back to the judge.
+    label, n_q, n_k, d, dv, bq, bk = working_set.OUTSIDE_CASE
+    q, k, v = _outside_inputs()
+    o, lse = plain_tuple(call_learner(ns["attention"], q, k, v, bq, bk, causal=False,
+                                      shapes=shapes_of(q=q, k=k, v=v), context=label),
+                         ("o", "lse"), "attention")
+    return tiled + ((_first_rows(o), _first_rows(lse)),)
+
+
+def _first_rows(x):
+    return x[:working_set.OUTSIDE_ROWS] if isinstance(x, np.ndarray) and x.ndim else x
+
+
+def _budget() -> int:
+    label, n_q, n_k, d, dv, bq, bk = TILED_CASE
+    return working_set.budget(out_bytes=8 * (n_q * dv + n_q), n_q=n_q, block_q=bq, block_k=bk,
+                              width=max(d, dv))
 
 
 def judge_tiled(collected):
-    (o, lse), peak = collected
+    (o, lse), peak, outside = collected
+    notes = [_judge_tiled(o, lse, peak)]
+    growth = outside_growth()
+    if growth is not None:                  # the operating system's count, from the runner
+        label, n_q, n_k, d, dv, bq, bk = working_set.OUTSIDE_CASE
+        if outside is None:
+            raise CheckFailed("%s: your code's process did not run this case, which the grader "
+                              "measures from outside it" % label, expected="o and lse", got="nothing")
+        q, k, v = _outside_inputs()
+        rows = working_set.OUTSIDE_ROWS
+        shapes = shapes_of(q=q, k=k, v=v)
+        want_o, want_lse = reference.forward(q[:rows], k, v)
+        context = label + ", rows 0..%d" % (rows - 1)
+        assert_close("o", outside[0], want_o, shapes=shapes, dtype="float64", context=context)
+        assert_close("lse", outside[1], want_lse, shapes=shapes, dtype="float64", context=context)
+        notes.append(working_set.assert_outside(growth, n_q=n_q, n_k=n_k, context=label))
+    return "; ".join(notes)
+
+
+def _judge_tiled(o, lse, peak):
     label, n_q, n_k, d, dv, bq, bk = TILED_CASE
     r = rng(99)
     q, k, v = r.randn(n_q, d), r.randn(n_k, d), r.randn(n_k, dv)

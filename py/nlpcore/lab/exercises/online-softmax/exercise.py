@@ -74,7 +74,7 @@ def build() -> Exercise:
         ))
     compose = Step(
         id="compose", kind="Compose", title="Compose the tiled forward", minutes=30,
-        statement=HERE.statement("compose"),
+        statement=HERE.statement("compose", **com.tiled_values()),
         starter=HERE.starter("compose"), solution=HERE.solution("compose"),
         hints=(
             "`m_new = np.maximum(m, s.max(axis=1))`; `alpha = np.exp(m - m_new)` rescales both "

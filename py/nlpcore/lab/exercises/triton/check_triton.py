@@ -38,11 +38,31 @@ import sys
 import warnings
 from typing import NamedTuple, Optional
 
+
+
+def install_hint() -> str:
+    """What a user of the nlpcore wheel runs to get PyTorch and Triton: the versions of the
+    wheel's ``triton`` extra (from its metadata; plain names where there is none), then the
+    exercise's own command (``extra.check_command``, shown on the Triton page)."""
+    from .exercise import CHECK_COMMAND
+    pins = []
+    try:
+        from importlib import metadata
+        for req in metadata.requires("nlpcore") or ():
+            spec, _, marker = req.partition(";")
+            if "extra" in marker and "triton" in marker:
+                pins.append(spec.strip().replace(" ", ""))
+    except Exception:  # no metadata (a source checkout on sys.path): plain names
+        pins = []
+    return ("python -m pip install %s, then run again: %s"
+            % (" ".join(pins or ["torch", "triton"]), CHECK_COMMAND))
+
+
 try:
     import torch
 except ImportError as exc:  # pragma: no cover - only where torch is absent
-    raise ImportError("nlpcore.lab.exercises.triton.check_triton needs PyTorch and Triton: "
-                      "pip install -e '.[triton]'") from exc
+    raise ImportError("nlpcore.lab.exercises.triton.check_triton needs PyTorch and Triton, "
+                      "which the nlpcore wheel does not install: " + install_hint()) from exc
 
 from nlpcore import tolerances  # noqa: E402  (after the torch check, which says what is missing)
 from nlpcore import refusal  # noqa: E402

@@ -47,7 +47,7 @@ def _plan_for(ns, case: Case) -> Tuple[ShaderInfo, Layout]:
         check_interface(info)
         lay = layout(info, host)
     except ShaderError as err:
-        raise CheckFailed(str(err), expected="the interface of the starter shader")
+        raise CheckFailed(str(err), expected="the interface of the starter shader", unreadable=True)
     if lay.bytes_used > STORAGE_LIMIT:
         raise CheckFailed(refusal(lay, info, host), expected="<= %d bytes" % STORAGE_LIMIT,
                           got="%d bytes" % lay.bytes_used, layout=dict(lay.as_dict(), case=case.id))
@@ -81,7 +81,7 @@ class GpuCase:
                 source, guard.work_budget(n_k, self.case.d, self.case.dv, br, bc, lay.invocations),
                 binding=max(list(info.bindings) + [b for b, _, _ in BINDINGS]) + 1)
         except ShaderError as err:
-            raise CheckFailed(str(err), expected="a shader the loop guard can count")
+            raise CheckFailed(str(err), expected="a shader the loop guard can count", unreadable=True)
         spec["shader"] = "your-shader.wgsl"
         spec["code"] = guarded.code  # the learner's lines, every loop bounded
         spec["constants"] = dict(lay.constants)
@@ -112,7 +112,15 @@ class GpuCase:
         return self._spec(ns)[0]
 
     def prepare(self, ns) -> dict:
-        return self.spec(ns)
+        """The case's dispatch spec; where the Python reader cannot read the shader (a
+        CheckFailed marked ``unreadable``), a job that only has the page compile it
+        (:func:`compile_only`), so that the compiler's message comes before the reader's."""
+        try:
+            return self.spec(ns)
+        except CheckFailed as fail:
+            if not fail.details.get("unreadable"):
+                raise
+            return compile_only(_source(ns), fail.message)
 
     def verify(self, ns, job, outputs) -> str:
         spec, guarded = self._spec(ns)  # rebuilt from the case, not trusted from the page
@@ -149,6 +157,23 @@ class GpuCase:
                 % (err_o, err_lse, _tol_text(), self.case.describe(br, bc), br, bc))
 
 
+COMPILE_ONLY_SIZE = 4      # rows, keys and head dim of the lab shader's stand-in run
+
+
+def compile_only(source: str, why: str) -> dict:
+    """A page job for a shader the Python reader could not read (``why``): the page compiles
+    the learner's ``source`` (``meta.guard.source``, for its messages; a compile error fails
+    every check with the compiler's message) and then runs the lab's own shader on a tiny
+    input in its place, which nothing judges: :meth:`GpuCase.verify` rebuilds the spec from
+    the source and so reports the reader's message, once the compiler accepted the shader."""
+    n = COMPILE_ONLY_SIZE
+    zeros = np.zeros((1, n, n), dtype=np.float32)                   # (B, N, d)
+    spec = mirror.dispatch_spec(zeros, zeros, zeros, plan=tiling.plan(n, 4))
+    spec["meta"].update({"compile_only": why,
+                         "guard": {"source": source, "name": "", "loops": []}})
+    return spec
+
+
 def _tol_text() -> str:
     return "|Δ| <= %g + %g·|expected|, float32" % (TOLERANCE["atol"], TOLERANCE["rtol"])
 
@@ -178,7 +203,7 @@ def _check_interface(ns) -> str:
     try:
         check_interface(info)
     except ShaderError as err:
-        raise CheckFailed(str(err), expected="the interface of the starter shader")
+        raise CheckFailed(str(err), expected="the interface of the starter shader", unreadable=True)
     _require_use(info, "interface incomplete")
     plan = ", ".join("%s = %s" % (n, info.overrides[n] or "set by the host")
                      for n in ("BR", "BC", "KS", "SPART") if n in info.overrides)
