@@ -9,10 +9,17 @@ browser context (empty cache, empty localStorage; the server sends no-store), on
   ``first_grade_ms``: click on "Run checks" -> the summary leaves "running" (wall time in the
   page, the learner's wait), beside the page's own ``round_trip_ms`` and Python's
   ``elapsed_ms`` (data attributes of the summary);
-- ``regrade_ms``: the same again on the warm page.
+- ``regrade_ms``: the same again on the warm page;
+- ``boot``: when each Python worker (learner, judge) began each boot stage, in ms after
+  navigation start, where the site's workers report it (their ready info's ``boot``).
 Long tasks on the main thread (PerformanceObserver "longtask") during the grades are recorded.
 
-Run:  .venv/bin/python bench/exercise_page.py [--trials 3] [--dist DIR] [--exercise ID] [--step ID] [--out PATH]
+Before/after: ``--dist before=DIR --dist after=DIR`` measures several built sites in one run,
+trial by trial in alternating order (so the machine's load falls on all of them alike), and
+records each site's medians and the ratios to the first site's. The load average is recorded
+before and after the run.
+
+Run:  .venv/bin/python bench/exercise_page.py [--trials 3] [--dist [LABEL=]DIR ...] [--exercise ID] [--step ID] [--out PATH]
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import common  # noqa: E402
 TRIALS = 3
 TIMEOUT_MS = 180_000
 GRADE_TARGET_MS = 1000  # issue 22: a regrade above 1 s needs a reason on the page
+SAME_RUN_SLACK = 1.05   # issue 23: ready and first grade no slower than the earlier site (medians, noise)
 
 OBSERVER = """
 (() => {
@@ -41,6 +49,27 @@ GRADED = ("document.getElementById('results-summary') && "
           "['passed', 'failed', 'error'].includes(document.getElementById('results-summary').dataset.state)")
 
 
+def _number(text):
+    """A data attribute's number, or None where the page did not set it."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+# Each worker's boot stages (ms since 1970, from its ready info) as ms after navigation start.
+BOOT = """
+async () => {
+  const m = await import("./js/runtime.js");
+  const rel = (info) => (info && info.boot) ? Object.fromEntries(Object.entries(info.boot).map(
+      ([k, v]) => [k, Math.round(v - performance.timeOrigin)])) : null;
+  return {learner: rel(m.getRuntime().info), judge: m.getJudge ? rel(m.getJudge().info) : null,
+          wasm: [m.getRuntime().info && m.getRuntime().info.wasm || null,
+                 m.getJudge && m.getJudge().info && m.getJudge().info.wasm || null]};
+}
+"""
+
+
 def _grade(page) -> dict:
     start = page.evaluate("performance.now()")
     page.click('[data-testid="run-checks"]')
@@ -51,8 +80,8 @@ def _grade(page) -> dict:
     tasks = page.evaluate("window.__exPerf.longtasks")
     return {
         "wall_ms": end - start,
-        "round_trip_ms": float(summary.get_attribute("data-round-trip-ms") or "nan"),
-        "python_ms": float(summary.get_attribute("data-elapsed-ms") or "nan"),
+        "round_trip_ms": _number(summary.get_attribute("data-round-trip-ms")),
+        "python_ms": _number(summary.get_attribute("data-elapsed-ms")),
         "state": summary.get_attribute("data-state"),
         "longest_task_ms": max((x["duration"] for x in tasks
                                 if x["start"] + x["duration"] > start and x["start"] < end), default=0.0),
@@ -77,16 +106,51 @@ def trial(browser, url: str, exercise: str, step: str) -> dict:
         first = _grade(page)
         page.wait_for_timeout(200)
         second = _grade(page)
+        boot = page.evaluate(BOOT)
     finally:
         context.close()
-    return {"ready_ms": ready, "first_grade": first, "regrade": second,
+    return {"ready_ms": ready, "first_grade": first, "regrade": second, "boot": boot,
             "page_errors": errors, "offsite_requests": offsite}
 
 
-def run(trials: int, dist, exercise: str, step: str) -> dict:
+def summarize(ts: list) -> dict:
+    judge_ready = [t["boot"]["judge"]["ready"] for t in ts if (t.get("boot") or {}).get("judge")]
+    return {
+        "ready_ms": common.median([t["ready_ms"] for t in ts]),
+        "first_grade_ms": common.median([t["first_grade"]["wall_ms"] for t in ts]),
+        "first_grade_python_ms": _median_or_none([t["first_grade"]["python_ms"] for t in ts]),
+        "regrade_ms": common.median([t["regrade"]["wall_ms"] for t in ts]),
+        "judge_ready_ms": common.median(judge_ready) if judge_ready else None,
+        "longest_task_during_grades_ms": max(max(t["first_grade"]["longest_task_ms"], t["regrade"]["longest_task_ms"])
+                                             for t in ts),
+    }
+
+
+def _median_or_none(values: list):
+    values = [v for v in values if v is not None]
+    return common.median(values) if values else None
+
+
+def parse_dists(specs: list) -> list:
+    """``[LABEL=]DIR`` items as (label, dir); no item means one site built into a temp folder."""
+    if not specs:
+        return [("site", None)]
+    out = []
+    for i, spec in enumerate(specs):
+        label, sep, path = spec.partition("=")
+        out.append((label, path) if sep else ("site" if len(specs) == 1 else "site{}".format(i + 1), spec))
+    if len({label for label, _ in out}) != len(out):
+        raise SystemExit("--dist labels must differ: {}".format([label for label, _ in out]))
+    return out
+
+
+def run(trials: int, dists: list, exercise: str, step: str) -> dict:
+    from contextlib import ExitStack
+
     from playwright.sync_api import sync_playwright
 
     started = time.perf_counter()
+    labels = [label for label, _ in dists]
     record = {
         "benchmark": "exercise_page",
         "recorded_at": common.now_iso(),
@@ -98,34 +162,46 @@ def run(trials: int, dist, exercise: str, step: str) -> dict:
             "server": "build.py's server on 127.0.0.1 (Cache-Control: no-store), fresh context per trial",
             "ready": "navigation start -> #runtime-status data-state=ready",
             "grade": "click on Run checks -> #results-summary leaves running (wall time in the page)",
+            "sites": {label: str(path) if path else "built into a temporary folder" for label, path in dists},
+            "order": "trial i measures the sites in turn, the order rotated by i",
         },
         "trials": [],
     }
-    with common.Site(dist) as url, sync_playwright() as pw:
+    with ExitStack() as stack, sync_playwright() as pw:
+        urls = {label: stack.enter_context(common.Site(path)) for label, path in dists}
         browser = common.chromium.launch(pw)
         try:
             for i in range(trials):
-                t = trial(browser, url, exercise, step)
-                print("  trial {}: ready {:.0f} ms, first grade {:.0f} ms ({}), regrade {:.0f} ms".format(
-                    i + 1, t["ready_ms"], t["first_grade"]["wall_ms"], t["first_grade"]["state"],
-                    t["regrade"]["wall_ms"]), flush=True)
-                record["trials"].append(t)
+                for j in range(len(labels)):
+                    label = labels[(i + j) % len(labels)]
+                    t = trial(browser, urls[label], exercise, step)
+                    t["site"] = label
+                    print("  trial {} {}: ready {:.0f} ms, first grade {:.0f} ms ({}), regrade {:.0f} ms".format(
+                        i + 1, label, t["ready_ms"], t["first_grade"]["wall_ms"], t["first_grade"]["state"],
+                        t["regrade"]["wall_ms"]), flush=True)
+                    record["trials"].append(t)
         finally:
             browser.close()
-    ts = record["trials"]
-    record["summary"] = {
-        "ready_ms": common.median([t["ready_ms"] for t in ts]),
-        "first_grade_ms": common.median([t["first_grade"]["wall_ms"] for t in ts]),
-        "first_grade_python_ms": common.median([t["first_grade"]["python_ms"] for t in ts]),
-        "regrade_ms": common.median([t["regrade"]["wall_ms"] for t in ts]),
-        "longest_task_during_grades_ms": max(max(t["first_grade"]["longest_task_ms"], t["regrade"]["longest_task_ms"])
-                                             for t in ts),
-    }
+    record["load_average_after"] = common.load_average()
+    record["summaries"] = {label: summarize([t for t in record["trials"] if t["site"] == label]) for label in labels}
+    record["summary"] = record["summaries"][labels[-1]]
+    if len(labels) > 1:
+        base = record["summaries"][labels[0]]
+        record["ratios_to_" + labels[0]] = {
+            label: {key: round(s[key] / base[key], 3) for key in ("ready_ms", "first_grade_ms", "regrade_ms")}
+            for label, s in record["summaries"].items() if label != labels[0]}
     s = record["summary"]
     record["targets"] = [
         common.target("exercise page regrade", s["regrade_ms"] <= GRADE_TARGET_MS, round(s["regrade_ms"]),
                       "<= {} ms (median)".format(GRADE_TARGET_MS)),
     ]
+    if len(labels) > 1:
+        base = record["summaries"][labels[0]]
+        record["targets"] += [
+            common.target("{} no slower than {}".format(key, labels[0]), s[key] <= base[key] * SAME_RUN_SLACK,
+                          round(s[key]), "<= {:.0f} ms ({} in the same run, +{:.0%})".format(
+                              base[key] * SAME_RUN_SLACK, labels[0], SAME_RUN_SLACK - 1))
+            for key in ("ready_ms", "first_grade_ms")]
     record["total_seconds"] = time.perf_counter() - started
     return record
 
@@ -133,16 +209,22 @@ def run(trials: int, dist, exercise: str, step: str) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=TRIALS)
-    parser.add_argument("--dist", default=None, help="a built site (default: build one into a temp folder)")
+    parser.add_argument("--dist", action="append", default=[],
+                        help="[LABEL=]DIR, a built site; repeat to compare sites in one run "
+                             "(default: build one into a temp folder)")
     parser.add_argument("--exercise", default="online-softmax")
     parser.add_argument("--step", default="compose")
     parser.add_argument("--out", default=str(common.RESULTS / "exercise_page.json"))
+    parser.add_argument("--note", default="", help="what the sites are (recorded with the parameters)")
     args = parser.parse_args(argv)
-    record = run(args.trials, args.dist, args.exercise, args.step)
-    s = record["summary"]
-    print(common.table(["ready ms", "first grade ms", "(python ms)", "regrade ms", "longest task ms"],
-                       [[s["ready_ms"], s["first_grade_ms"], s["first_grade_python_ms"], s["regrade_ms"],
-                         s["longest_task_during_grades_ms"]]]))
+    record = run(args.trials, parse_dists(args.dist), args.exercise, args.step)
+    if args.note:
+        record["parameters"]["note"] = args.note
+    rows = [[label, s["ready_ms"], s["first_grade_ms"], s["first_grade_python_ms"], s["regrade_ms"],
+             s["judge_ready_ms"], s["longest_task_during_grades_ms"]] for label, s in record["summaries"].items()]
+    print(common.table(["site", "ready ms", "first grade ms", "(python ms)", "regrade ms", "judge ready ms",
+                        "longest task ms"], rows))
+    print("load average before {}, after {}".format(record["load_average"], record["load_average_after"]))
     common.print_targets(record["targets"])
     print("wrote", common.write_result(Path(args.out), record))
     return 0

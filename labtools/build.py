@@ -11,8 +11,10 @@ What goes into the output directory:
     *.html, js/, css/           the pages, copied from site/
     wgsl/*.wgsl                 the shaders the pages fetch and compile
     wheels/nlpcore-<v>-py3-none-any.whl
-                                the Python package, installed in the page with micropip
+                                the Python package, unpacked into the page's Pythons by js/pyworker.js
     vendor/pyodide/             the Pyodide runtime, NumPy, micropip and its dependencies only
+    pyc/bundle.bin              the stdlib and NumPy modules a worker imports at boot, precompiled
+                                (labtools/pyc_bundle.py; left out without a CPython 3.8)
     vendor/{katex,codemirror,chartjs}/
                                 the JS libraries the pages use (chartjs/ holds Chart.js and its
                                 matrix chart type, chartjs-chart-matrix)
@@ -44,6 +46,8 @@ import tempfile
 import threading
 import tomllib
 import zipfile
+
+from labtools import pyc_bundle
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]  # the repository
 NODE_MODULES = ROOT / "node_modules"
@@ -476,6 +480,9 @@ def build(out: pathlib.Path) -> dict:
     copy_tree(ROOT / "py" / "nlpcore", out / "src" / "nlpcore", "*.py")
     copy_tree(ROOT / "wgsl", out / "src" / "wgsl", "*.wgsl")
     vendor(out)
+    pyc = pyc_bundle.build_bundle(PYODIDE_DIST, out / "pyc" / "bundle.bin")
+    if "skipped" in pyc:
+        print("note: pyc/bundle.bin left out:", pyc["skipped"], file=sys.stderr)
     build_wheel(out / "wheels")
     exported = run_exporter()
     export_site_data(out, exported)

@@ -18,13 +18,10 @@
  * (js/exercises/<id>.js) may register its own in its place.
  */
 
-import {getJudge, getRuntime} from "./runtime.js";
+import {expectJudge, getJudge} from "./runtime.js";
 
 export const TIME_LIMIT_MS = 10000;
-// The judge worker boots once the learner's worker is ready (or has failed): two Pyodide boots
-// at once share the CPU and delay the page's ready; a grade asked for before the judge is up
-// waits for it (runtime.js starts a call's time limit only after its worker is ready).
-getRuntime().ready.then(() => getJudge(), () => getJudge());
+expectJudge();  // runtime.js boots the judge beside the learner's worker (its BOOT ORDER)
 const runners = new Map();
 
 /* Registers `run(job) -> Promise<outputs>` for checks whose runner is `name`. */
@@ -63,10 +60,12 @@ async function runJob(c) {
 
 /* One grade: {passed, checks, stdout, stderr, traceback, record, report, elapsed_ms, seed, ...}.
  * The learner worker runs the code and collects its outputs as data; the judge worker computes
- * the verdicts; pending checks run here and go back to the judge, which applies every rule. */
-export async function grade(runtime, {exercise, step, code}) {
+ * the verdicts; pending checks run here and go back to the judge, which applies every rule.
+ * `only`: check ids to run alone, in both workers (the grade then holds just those and never
+ * passes the step); `seed`: the inputs' seed (a rerun repeats its grade's), fresh when null. */
+export async function grade(runtime, {exercise, step, code, only = null, seed = null}) {
   const judge = getJudge();
-  const {phase} = await runtime.call("exercises.collect", {exercise, step, code}, {timeoutMs: TIME_LIMIT_MS});
+  const {phase} = await runtime.call("exercises.collect", {exercise, step, code, only, seed}, {timeoutMs: TIME_LIMIT_MS});
   const out = await judge.call("exercises.judge", {exercise, step, phase}, {timeoutMs: TIME_LIMIT_MS});
   const pending = out.checks.filter((c) => c.status === "pending");
   if (!pending.length) return out;

@@ -3,10 +3,10 @@
  * - Passed: "Compare with the reference" draws the learner's code beside the step's reference
  *   solution (js/exercise-diff.js), on request -- the reference is not shown before the step is
  *   passed (a step passed with the solution loaded compares with itself).
- * - Failed: each failing check gets "Rerun this check alone": the grade runs again (Python grades
- *   a step as a whole) and only that check is shown, in a panel with its inputs -- the input
- *   shapes and the seed the grade used -- beside expected, got and the tolerance, so one failure
- *   can be studied without the others.
+ * - Failed: each failing check gets "Rerun this check alone": that check alone runs again, in
+ *   both Python workers (the grade's `only`, js/check-runner.js), with the seed of the grade it
+ *   repeats, and is shown in a panel with its inputs -- the input shapes and the seed -- beside
+ *   expected, got and the tolerance, so one failure can be studied without the others.
  */
 import {el} from "./dom.js";
 import {renderSideBySide} from "./exercise-diff.js";
@@ -51,11 +51,12 @@ function inputsOf(check, gradeSeed) {
 }
 
 /* Draws one check's rerun in the panel. */
-export function showRerun(check, elapsedMs, seed) {
+export function showRerun(check, elapsedMs, seed, ran = 1) {
   const panel = $("rerun");
   panel.hidden = false;
   panel.dataset.check = check.id;
   panel.dataset.status = check.status;
+  panel.dataset.ran = String(ran);  // how many checks the rerun's grade ran (1: this one alone)
   const dl = el("dl", {class: "details", "data-testid": "rerun-inputs"});
   for (const [label, value] of inputsOf(check, seed)) dl.append(el("dt", {text: label}), el("dd", {text: value}));
   panel.replaceChildren(
@@ -63,7 +64,9 @@ export function showRerun(check, elapsedMs, seed) {
     el("p", {}, el("span", {class: `badge status-${check.status}`, text: check.status}), " ",
        check.message || ""),
     dl,
-    el("p", {class: "small", text: `Graded again in ${elapsedMs.toFixed(0)} ms; only this check is shown.`}));
+    el("p", {class: "small", text: `Ran alone in ${elapsedMs.toFixed(0)} ms` +
+             (seed !== undefined && seed !== null ? ` with the grade's inputs (seed ${seed})` : "") +
+             "; the step's other checks did not run."}));
 }
 
 /* Adds "Rerun this check alone" to every failing check drawn in #results. */

@@ -18,10 +18,6 @@ import {clockTime} from "./exercise-drafts.js";
 const $ = (id) => document.getElementById(id);
 const isPredict = (step) => Boolean(step) && step.kind === "Predict";
 
-// Checks that ask only "is every part of the answer there?" (as nlpcore.lab.verdict's
-// COMPLETENESS_CHECKS); drawn with their message even while a wrong answer is withheld.
-export const COMPLETENESS_CHECKS = ["recorded", "complete"];
-
 const normal = (code) => code.replace(/[ \t]+$/gm, "").trim();
 
 /* Before grading: a refusal message when `code` is the untouched starter of a Predict step. */
@@ -31,9 +27,10 @@ export function untouchedRefusal(step, code) {
       "placeholders first; your first real answer is the one kept.";
 }
 
-/* After grading: Python's refusal message when it refused the answer as incomplete, or null. */
+/* After grading: Python's refusal message when it refused the answer as incomplete (the grade's
+ * `incomplete`, nlpcore.lab.verdict), or null. */
 export function incompleteRefusal(step, out) {
-  return isPredict(step) && out.refused ? out.refused : null;
+  return isPredict(step) && out.incomplete ? out.refused : null;
 }
 
 /* True when a grade's wrong answer must be drawn without its expected values. */

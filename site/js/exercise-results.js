@@ -150,7 +150,8 @@ export function renderResults(out, roundTripMs, withhold, {refused = null, shown
   const list = $("results");
   list.replaceChildren();
   const graded = out.checks.filter((c) => c.status !== "local");
-  for (const c of graded) list.append(renderCheck(c, withhold && !shown.includes(c.id)));
+  // A completeness check ("is every part of the answer there?", Python marks it) is drawn in full.
+  for (const c of graded) list.append(renderCheck(c, withhold && !shown.includes(c.id) && !c.completeness));
   list.dataset.withheld = withhold ? "1" : "0";
   const passed = graded.filter((c) => c.status === "pass").length;  // (none when refused)
   const summary = $("results-summary");

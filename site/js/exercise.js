@@ -36,7 +36,7 @@ import {TIME_LIMIT_MS, grade, overran} from "./check-runner.js";
 import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, savedDraft} from "./exercise-drafts.js";
 import {clearResults, renderFailure, renderResults, showRefused, showRunOutput, showRunning}
   from "./exercise-results.js";
-import {COMPLETENESS_CHECKS, incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked,
+import {incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked,
         untouchedRefusal, withholding} from "./exercise-predict.js";
 import {codeProblem, describeProblem, showRuntimeNote} from "./python-version.js";
 import {mountWorkFile} from "./work-file.js";
@@ -318,7 +318,7 @@ function selectStep(stepId, pushUrl) {
   $("next-hint").disabled = step.hints.length === 0;
   $("next-hint").textContent = `Show a hint (${step.hints.length} left)`;
   clearResults(step, isDone("exercises", state.ex.id, step.id));
-  showCodeProblem(null, "");
+  showCodeProblem(null);
   hideRerun();
   showAfterPass(step, isDone("exercises", state.ex.id, step.id), () => state.editor.getValue());
   state.lastOut = null;
@@ -363,7 +363,7 @@ function onRevealAnswer() {
   revealAnswer(state.ex, state.step);
   if (state.lastOut) {
     const {out, roundTripMs, refused} = state.lastOut;
-    renderResults(out, roundTripMs, withholding(state.ex, state.step, out), {refused, shown: COMPLETENESS_CHECKS});
+    renderResults(out, roundTripMs, withholding(state.ex, state.step, out), {refused});
   }
   showPredictBox(state.ex, state.step);
   updateLoadSolution();
@@ -371,10 +371,10 @@ function onRevealAnswer() {
 
 /* The line that stops the learner's code from loading, marked in the editor and named (with
  * the page's Python version when a newer Python would take it); nothing when it loads. */
-function showCodeProblem(out, code) {
+function showCodeProblem(out) {
   state.editor.clearMarks();
   const box = $("code-problem");
-  const problem = out && (state.step.language || "python") === "python" ? codeProblem(out, code) : null;
+  const problem = out && (state.step.language || "python") === "python" ? codeProblem(out) : null;
   box.hidden = !problem;
   if (!problem) return;
   const line = state.editor.markLine(problem.line, "py-error-line");
@@ -394,9 +394,9 @@ async function rerunCheck(checkId, button) {
   const {ex, step} = state;
   const started = performance.now();
   try {
-    const out = await grade(runtime, {exercise: ex.id, step: step.id, code: state.editor.getValue()});
-    const check = out.checks.find((c) => c.id === checkId);
-    if (check) showRerun(check, performance.now() - started, out.seed);
+    const seed = state.lastOut ? state.lastOut.out.seed : undefined;  // the same inputs as the grade
+    const out = await grade(runtime, {exercise: ex.id, step: step.id, code: state.editor.getValue(), only: [checkId], seed});
+    if (out.checks.length) showRerun(out.checks[0], performance.now() - started, out.seed, out.checks.length);
   } catch (error) {
     showRerun({id: checkId, title: checkId, status: "error", message: `could not run: ${error.message}`},
               performance.now() - started);
@@ -439,9 +439,9 @@ async function runChecks() {
     if (!refused) recordFirstPrediction(ex, step, out);
     const roundTripMs = performance.now() - started;
     state.lastOut = {out, roundTripMs, refused};
-    showCodeProblem(out, code);
+    showCodeProblem(out);
     hideRerun();
-    renderResults(out, roundTripMs, withholding(ex, step, out), {refused, shown: COMPLETENESS_CHECKS,
+    renderResults(out, roundTripMs, withholding(ex, step, out), {refused,
                   viewed: Boolean(stepRecord(ex.id, step.id).solution_viewed)});
     offerReruns(rerunCheck);
     showPredictBox(ex, step);
@@ -472,8 +472,9 @@ function watchRuntime() {
   status.dataset.state = "loading";
   status.textContent = "Starting Python…";
   $("run-checks").disabled = true;
-  // Ready means the graders are imported too (one warm-up call), so a run costs only grading.
-  runtime.ready.then(() => runtime.call("exercises.catalog", {}, {timeoutMs: 60000})).then(() => {
+  // Ready means a warm-up collect of the step's starter ran (graders imported, first-use costs paid).
+  const warmUp = {exercise: state.ex.id, step: state.step.id, code: state.step.starter || ""};
+  runtime.ready.then(() => runtime.call("exercises.collect", warmUp, {timeoutMs: 60000})).then(() => {
     status.dataset.state = "ready";
     status.textContent = "Python is ready.";
     $("run-checks").disabled = state.running;

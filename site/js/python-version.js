@@ -52,39 +52,12 @@ export function showRuntimeNote(note, info) {
 
 /* ---- the learner's code does not run: which line, and is it a newer Python's? -------------- */
 
-// [pattern, what, version]: `source` patterns test the failing line, `error` ones the message.
-const NEWER_CONSTRUCTS = [
-  {source: /^\s*(match\s+\S.*|case\s+\S.*):\s*(#.*)?$/, what: "match statements", version: "3.10"},
-  {source: /\bexcept\s*\*/, what: "except* (exception groups)", version: "3.11"},
-  {source: /^\s*type\s+[A-Za-z_]\w*\s*(\[.*\])?\s*=/, what: "type X = ... aliases", version: "3.12"},
-  {source: /^\s*(async\s+)?(def|class)\s+[A-Za-z_]\w*\s*\[/, what: "generic parameter lists (def f[T])", version: "3.12"},
-  {error: /unsupported operand type\(s\) for \|: 'dict' and 'dict'/, what: "dict merges with |", version: "3.9"},
-  {error: /unsupported operand type\(s\) for \|: '(type|NoneType|typing\.\w+)'/, what: "X | Y type unions at runtime", version: "3.10"},
-  {error: /'type' object is not subscriptable/, what: "list[int] and dict[str, int] outside annotations", version: "3.9"},
-  {error: /has no attribute 'remove(prefix|suffix)'/, what: "str.removeprefix / str.removesuffix", version: "3.9"},
-  {error: /zip\(\) takes no keyword arguments/, what: "zip(..., strict=True)", version: "3.10"},
-];
-
-const COMPILE = /does not compile: (.*?) \(line (\d+)(?:: (.*))?\)\s*$/;
-const RAISED = /raised (\w+) while loading: (.*) \(line (\d+) of your code\)\s*$/;
-
-/* What stops the learner's code from loading, from a grade's messages: {line, error, newer}
- * (newer: {what, version} when a newer Python would accept it), or null. `code` is the source. */
-export function codeProblem(out, code) {
-  const lines = code.split("\n");
-  for (const c of out.checks || []) {
-    const message = c.message || "";
-    let found = null;
-    let m = COMPILE.exec(message);
-    if (m) found = {line: Number(m[2]), error: `SyntaxError: ${m[1]}`, kind: "compile"};
-    m = m ? null : RAISED.exec(message);
-    if (m) found = {line: Number(m[3]), error: `${m[1]}: ${m[2]}`, kind: "load"};
-    if (!found) continue;
-    const text = lines[found.line - 1] || "";
-    found.newer = NEWER_CONSTRUCTS.find((rule) => (rule.source ? rule.source.test(text) : rule.error.test(found.error))) || null;
-    return found;
-  }
-  return null;
+/* What stops the learner's code from loading: the grade's `problem` ({kind: "compile" | "load",
+ * line, error, newer: {what, version} | null}, computed by nlpcore.lab.session with
+ * nlpcore.lab.newer_python), or null. */
+export function codeProblem(out) {
+  const problem = out && out.problem;
+  return problem && Number.isInteger(problem.line) ? problem : null;
 }
 
 /* One sentence for the learner: the line, the error, and the page's Python when that matters. */

@@ -1,10 +1,13 @@
 /* Pyodide in a classic Web Worker: the page never freezes while Python runs.
  *
  * Boot (each stage is reported to the page as {type: "progress", stage, message}):
- *   runtime  - importScripts(vendor/pyodide/pyodide.js) and loadPyodide({indexURL})
- *   numpy    - pyodide.loadPackage(["numpy", "micropip"]), then an import to verify it
+ *   runtime  - importScripts(vendor/pyodide/pyodide.js) and loadPyodide({indexURL}), with the
+ *              WebAssembly module the page compiled and the precompiled bytecode (see below)
+ *   numpy    - pyodide.loadPackage(["numpy"]), then an import to verify it
  *              (loadPackage in Pyodide 0.17 reports failures but does not throw)
- *   nlpcore  - micropip.install(<the wheel listed in manifest.json>), then import nlpcore.web
+ *   nlpcore  - the wheel listed in manifest.json unpacked into site-packages (a zip of pure-Python
+ *              files: micropip, whose import alone costs a few hundred ms here, is not needed),
+ *              then import nlpcore.web
  * then {type: "ready", info} or {type: "boot-error", error}.
  *
  * Requests {id, name, payload} are answered with {id, result} or {id, error, traceback}:
@@ -16,7 +19,8 @@
  * as arguments, never pasted into source strings.
  *
  * Started as pyworker.js?role=judge, the worker is a grade's judge: it answers only the calls
- * that judge (JUDGE_CALLS), none of which runs learner code, so its Python never sees any.
+ * that judge (JUDGE_CALLS), none of which runs learner code, so its Python never sees any. It is
+ * ready with the graders imported, so the first grade costs only grading.
  */
 "use strict";
 
@@ -32,13 +36,15 @@ const queue = [];        // requests that arrived before boot finished
 
 const STAGE_TASKS = {
   runtime: "loading the Pyodide runtime from vendor/pyodide/",
-  numpy: "loading NumPy and micropip from vendor/pyodide/",
+  numpy: "loading NumPy from vendor/pyodide/",
   nlpcore: "installing the nlpcore wheel from wheels/",
 };
 let stage = "runtime";   // the boot stage under way, named in a boot error
+const stageStarts = {};  // stage -> when it began (ms since 1970): the ready info's `boot`
 
 function progress(next, message) {
   if (next in STAGE_TASKS) stage = next;
+  if (!(next in stageStarts)) stageStarts[next] = performance.timeOrigin + performance.now();
   self.postMessage({type: "progress", stage: next, message});
 }
 
@@ -100,6 +106,82 @@ function describe(error) {
   return {error: lines.length ? lines[lines.length - 1] : "unknown error", traceback: text};
 }
 
+// ---- Pyodide's WebAssembly, compiled once per page -------------------------------------------
+
+// The page (js/runtime.js) compiles vendor/pyodide/pyodide.asm.wasm once and posts the
+// WebAssembly.Module to each worker it starts ({type: "wasm", module}, or module null when it
+// could not). Instantiating a compiled module skips this worker's 11 MB download and compile, and
+// the functions V8 compiles lazily while one worker boots are compiled already for the next.
+let receiveWasm;
+const pageWasm = new Promise((resolve) => { receiveWasm = resolve; });
+let wasmSource = null;   // "page" or "fetched": told to the page in the ready info
+let wasmFailed;          // rejects when instantiating fails (loadPyodide would wait forever)
+const wasmFailure = new Promise((_resolve, reject) => { wasmFailed = reject; });
+
+/* Emscripten's Module.instantiateWasm hook: instantiates asynchronously, returns {} at once. */
+let pycBuffer = null;
+
+function instantiateWasm(imports, receiveInstance) {
+  Promise.all([pageWasm, pycBundle]).then(async ([module, pyc]) => {
+    pycBuffer = pyc;  // ready before receiveInstance lets Emscripten go on to preRun
+    if (module) {
+      receiveInstance(await WebAssembly.instantiate(module, imports), module);
+      wasmSource = "page";
+    } else {
+      const fetched = await WebAssembly.instantiateStreaming(fetch(INDEX_URL + "pyodide.asm.wasm"), imports);
+      receiveInstance(fetched.instance, fetched.module);
+      wasmSource = "fetched";
+    }
+  }).catch((error) => wasmFailed(new Error(`could not instantiate pyodide.asm.wasm (${error.message})`)));
+  return {};
+}
+
+// ---- precompiled bytecode ------------------------------------------------------------------
+
+// pyc/bundle.bin (labtools/pyc_bundle.py): the standard library and NumPy modules a boot imports,
+// compiled at build time as unchecked hash-based pycs, written into this worker's file system
+// before Python starts; Pyodide would otherwise compile each from source (sys.dont_write_bytecode).
+// Without the file (a build without CPython 3.8) Python compiles them as it always did.
+const pycBundle = fetch(new URL("pyc/bundle.bin", SITE).href)
+  .then((response) => (response.ok ? response.arrayBuffer() : null), () => null);
+let pycWritten = 0;      // told to the page in the ready info, with whether Python takes them
+let pycMagic = null;     // the bundle's magic number (hex), which must be this Python's
+
+/* An Emscripten preRun callback: the bundle's files into the file system (Module.FS). */
+function writePyc(Module, buffer) {
+  if (!buffer || !Module.FS) return;
+  const n = new DataView(buffer).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, n)));
+  let offset = 4 + n;
+  pycMagic = Array.from(new Uint8Array(buffer, offset, 4), (b) => b.toString(16).padStart(2, "0")).join("");
+  for (const [path, size] of header.files) {
+    Module.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+    Module.FS.writeFile(path, new Uint8Array(buffer, offset, size));
+    offset += size;
+    pycWritten += 1;
+  }
+}
+
+// Workaround: Pyodide 0.17's loadPyodide() takes no Emscripten Module settings. It loads
+// pyodide.asm.js, whose top-level `var _createPyodideModule = ...` assigns the factory that
+// loadPyodide then calls with its Module; a setter on that global wraps the factory so that
+// Module.instantiateWasm is ours. The ready info's `wasm` ("page") shows it took effect
+// (tests/browser/test_exercise_speed.py pins it).
+function hookWasm() {
+  let factory;
+  Object.defineProperty(self, "_createPyodideModule", {
+    configurable: true,
+    get: () => factory,
+    set: (create) => {
+      factory = (Module) => {
+        Module.instantiateWasm = instantiateWasm;
+        Module.preRun = [(module) => writePyc(module, pycBuffer)];
+        return create(Module);
+      };
+    },
+  });
+}
+
 // ---- boot ----------------------------------------------------------------------------------
 
 async function wheelUrl() {
@@ -119,6 +201,35 @@ async function wheelUrl() {
   return new URL(wheels[0], SITE).href;
 }
 
+/* The wheel (a zip of pure-Python files) extracted into site-packages. */
+async function unpackWheel(pyodide, url) {
+  const name = url.split("/").pop();
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (error) {
+    throw new Error(`could not fetch ${name} (${error.message})`);
+  }
+  if (!response.ok) throw new Error(`could not fetch ${name} (HTTP ${response.status})`);
+  const path = `/tmp/${name}`;
+  pyodide._module.FS.writeFile(path, new Uint8Array(await response.arrayBuffer()));
+  const unpack = pyodide.runPython(
+      "def unpack(path):\n" +
+      "    import importlib, os, sysconfig, zipfile\n" +
+      "    with zipfile.ZipFile(path) as wheel:\n" +
+      "        wheel.extractall(sysconfig.get_paths()['purelib'])\n" +
+      "    os.remove(path)\n" +
+      "    importlib.invalidate_caches()\n" +
+      "unpack");
+  try {
+    unpack(path);
+  } catch (error) {
+    throw new Error(`could not unpack ${name}: ${describe(error).error}`);
+  } finally {
+    unpack.destroy();
+  }
+}
+
 async function boot() {
   progress("runtime", "loading the Python runtime (Pyodide 0.17)");
   try {
@@ -126,32 +237,30 @@ async function boot() {
   } catch (error) {
     throw new Error(`could not load vendor/pyodide/pyodide.js (${error.message})`);
   }
-  const pyodide = await self.loadPyodide({indexURL: INDEX_URL});
+  hookWasm();
+  const pyodide = await Promise.race([self.loadPyodide({indexURL: INDEX_URL}), wasmFailure]);
 
-  progress("numpy", "loading NumPy and micropip");
+  progress("numpy", "loading NumPy");
   const failures = [];
-  await pyodide.loadPackage(["numpy", "micropip"], (msg) => progress("numpy", msg),
-                            (msg) => failures.push(msg));
+  await pyodide.loadPackage(["numpy"], (msg) => progress("numpy", msg), (msg) => failures.push(msg));
   try {
-    pyodide.runPython("import numpy, micropip");
+    pyodide.runPython("import numpy");
   } catch (error) {
-    throw new Error(`NumPy or micropip did not load: ${failures.join("; ") || describe(error).error}`);
+    throw new Error(`NumPy did not load: ${failures.join("; ") || describe(error).error}`);
   }
 
   progress("nlpcore", "installing the nlpcore wheel");
-  const url = await wheelUrl();
-  const micropip = pyodide.runPython("import micropip\nmicropip");
-  try {
-    await micropip.install(url);
-  } catch (error) {
-    throw new Error(`could not install ${url.split("/").pop()}: ${describe(error).error}`);
-  }
+  await unpackWheel(pyodide, await wheelUrl());
   web = pyodide.runPython("import nlpcore.web\nnlpcore.web");
+  // The judge is ready with its graders imported (the page's warm-up call does it for the learner).
+  if (ROLE === "judge") web.call_json("exercises.catalog", "{}");
   const versions = JSON.parse(pyodide.runPython(
       "import json, sys, numpy, nlpcore\n" +
       "json.dumps({'python': sys.version.split()[0], 'numpy': numpy.__version__," +
       " 'nlpcore': nlpcore.__version__})"));
-  return {pyodide: pyodide.version, ...versions};
+  const magic = pyodide.runPython("import importlib.util\nimportlib.util.MAGIC_NUMBER.hex()");
+  return {pyodide: pyodide.version, ...versions, wasm: wasmSource,
+          pyc: {files: pycWritten, usable: pycWritten > 0 && magic === pycMagic}};
 }
 
 function answer(message) {
@@ -173,13 +282,14 @@ function answer(message) {
 }
 
 self.onmessage = (event) => {
-  if (web || bootError) answer(event.data);
+  if (event.data && event.data.type === "wasm") receiveWasm(event.data.module || null);
+  else if (web || bootError) answer(event.data);
   else queue.push(event.data);
 };
 
 boot().then((info) => {
   progress("ready", `Python ${info.python}, NumPy ${info.numpy}, nlpcore ${info.nlpcore}`);
-  self.postMessage({type: "ready", info});
+  self.postMessage({type: "ready", info: {...info, boot: stageStarts}});
 }, (error) => {
   bootError = `${STAGE_TASKS[stage]} failed: ${describe(error).error}`;
   progress("error", bootError);

@@ -21,11 +21,40 @@
  *
  * Judging: a grade's expected values and verdicts are computed in the judge worker (role
  * "judge"; js/check-runner.js sends it the learner worker's collected data), which never runs
- * learner code and answers only the judge's calls. js/check-runner.js boots it once the learner
- * worker is ready, its progress on <html data-judge="<stage>">.
+ * learner code and answers only the judge's calls; its progress is on <html data-judge="<stage>">.
+ * A page that grades says so with expectJudge(); the judge then boots as BOOT ORDER says.
+ *
+ * Pyodide's WebAssembly (11 MB) is compiled once per page, here, and the compiled module is
+ * posted to every worker started (js/pyworker.js instantiates it, or fetches its own when the
+ * page could not compile it): a second worker, or a fresh one after a time limit, skips the
+ * download and the compile, and reuses the code V8 compiled lazily for the first.
  */
 
 const DEFAULT_TIMEOUT_MS = 120000;
+
+// BOOT ORDER. The page is "ready" when the learner's worker is (and warmed up); a grade needs the
+// judge too. The judge starts when the learner's worker reaches JUDGE_STARTS_AT -- "runtime":
+// at once, so the two boot side by side (both lighter than one boot was: the wasm compiled once
+// here, precompiled bytecode, no micropip) and the judge is up about when the page is ready. A
+// grade asked for earlier waits for it (a call's time limit starts once its worker is ready).
+// Later starts ("numpy", "nlpcore") left the first grade waiting for the judge. Measured with
+// bench/exercise_page.py: bench/results/exercise_page_boot.json (before/after) and
+// exercise_page_boot_orders.json (the orders compared in one run).
+const JUDGE_STARTS_AT = "runtime";
+const STAGES = ["runtime", "numpy", "nlpcore", "ready", "error"];
+
+let compiled = null;
+
+/* Pyodide's compiled WebAssembly.Module, or null when this page could not compile it. */
+function pyodideWasm() {
+  if (!compiled) {
+    const url = new URL("../vendor/pyodide/pyodide.asm.wasm", import.meta.url);
+    compiled = WebAssembly.compileStreaming(fetch(url))
+      .catch(() => fetch(url).then((response) => response.arrayBuffer()).then((b) => WebAssembly.compile(b)))
+      .catch(() => null);  // each worker then fetches and compiles its own (and says so if it cannot)
+  }
+  return compiled;
+}
 
 class Runtime {
   constructor(workerUrl, role = "learner") {
@@ -50,6 +79,13 @@ class Runtime {
     this.ready.catch(() => {});  // callers see the rejection through their own awaits
     if (this.starts > 1) this.emit({stage: "runtime", message: "starting a fresh Python worker"});
     const worker = this.worker;
+    pyodideWasm().then((module) => {
+      try {
+        worker.postMessage({type: "wasm", module});
+      } catch (_error) {  // a browser that cannot post a WebAssembly.Module
+        worker.postMessage({type: "wasm", module: null});
+      }
+    });
     worker.onmessage = (event) => this.receive(event.data, settle);
     worker.onerror = (event) => {
       event.preventDefault();
@@ -140,15 +176,32 @@ class Runtime {
 
 let shared = null;
 let judge = null;
+let judgeExpected = false;
+
+/* Boots the judge once this page grades and the learner's worker reached JUDGE_STARTS_AT. */
+function startJudgeWhenDue() {
+  const stage = shared && shared.lastProgress && shared.lastProgress.stage;
+  if (judgeExpected && STAGES.indexOf(stage) >= STAGES.indexOf(JUDGE_STARTS_AT)) getJudge();
+}
 
 /* The page's runtime for learner code and page actions (the worker boots at once). */
 export function getRuntime() {
-  if (!shared) shared = new Runtime(new URL("./pyworker.js", import.meta.url));
+  if (!shared) {
+    shared = new Runtime(new URL("./pyworker.js", import.meta.url));
+    shared.onProgress(startJudgeWhenDue);
+  }
   return shared;
 }
 
-/* The judge: a second worker that never runs learner code (boots when first asked for). */
+/* The judge: a second worker that never runs learner code (boots at once when asked for). */
 export function getJudge() {
   if (!judge) judge = new Runtime(new URL("./pyworker.js?role=judge", import.meta.url), "judge");
   return judge;
+}
+
+/* This page grades: the judge boots beside the learner's worker, as BOOT ORDER says. */
+export function expectJudge() {
+  judgeExpected = true;
+  getRuntime();
+  startJudgeWhenDue();
 }

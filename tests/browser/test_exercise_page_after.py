@@ -3,6 +3,8 @@ solution beside the reference (a line diff, only after passing); a failing check
 alone and is shown by itself with its inputs (shapes, the grade's seed, expected and got)."""
 from __future__ import annotations
 
+import re
+
 from nlpcore import lab
 
 SOLUTION = lab.exercise("online-softmax").step("scratch").solution
@@ -58,6 +60,7 @@ def test_a_failing_check_reruns_alone_with_its_inputs(page, site_url, browser_he
     failing = page.locator("[data-testid=check][data-status=fail]")
     assert page.locator("[data-testid=check][data-status=pass] [data-testid=rerun-check]").count() == 0
     check_id = failing.first.get_attribute("data-check")
+    seeded = re.search(r"inputs seeded with (\d+)", failing.first.inner_text())
     failing.first.locator("[data-testid=rerun-check]").click()
     page.wait_for_selector(f"[data-testid=rerun][data-check={check_id}]")
     panel = page.locator("[data-testid=rerun]")
@@ -66,6 +69,11 @@ def test_a_failing_check_reruns_alone_with_its_inputs(page, site_url, browser_he
     for label in ("seed", "input shapes", "expected", "got", "tolerance"):
         assert label in inputs, inputs
     assert page.locator("[data-testid=rerun] [data-testid=check]").count() == 0  # one check, on its own
+    # It ran alone (the grade's `only`: the other checks did not run in either worker), with the
+    # inputs of the grade it repeats.
+    assert panel.get_attribute("data-ran") == "1"
+    assert seeded and f"(seed {seeded.group(1)})" in panel.inner_text(), panel.inner_text()
+    assert "other checks did not run" in panel.inner_text()
 
 
 def test_passing_with_the_loaded_solution_says_solution_viewed(page, site_url, browser_helpers):

@@ -63,3 +63,26 @@ def test_next_todo_jumps_to_what_is_left_to_write(phone, site_url):
     phone.keyboard.press("Alt+T")                              # wraps to the first again
     assert phone.evaluate(cursor) == lines[0]
     assert f"Line {lines[0]}" in phone.inner_text("[data-testid=todo-state]")
+
+
+def test_the_wgsl_editor_shows_a_screenful_of_the_shader_on_a_phone(phone, site_url):
+    # Wrapped at 390 px, the 355-line shader showed ~12 of its lines per screen: on a phone long
+    # lines scroll sideways inside the editor (the page does not), and the step tabs sit two to
+    # a row instead of one above the other.
+    phone.goto(f"{site_url}exercise.html?id=wgsl&step=harden")
+    phone.wait_for_function("document.querySelector('#editor-host .CodeMirror') && "
+                            "document.querySelector('#editor-host .CodeMirror').CodeMirror.getOption('mode') === 'wgsl'")
+    shown = """() => { const cm = document.querySelector('#editor-host .CodeMirror').CodeMirror;
+        const scroller = cm.getScrollerElement();
+        const top = cm.lineAtHeight(scroller.getBoundingClientRect().top, 'window');
+        const bottom = cm.lineAtHeight(scroller.getBoundingClientRect().bottom - 1, 'window');
+        return {wrap: cm.getOption('lineWrapping'), lines: bottom - top + 1,
+                sideways: scroller.scrollWidth > scroller.clientWidth}; }"""
+    editor = phone.evaluate(shown)
+    assert editor["wrap"] is False and editor["sideways"], editor
+    assert editor["lines"] >= 30, editor
+    assert phone.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
+    tabs = phone.eval_on_selector_all("[data-testid=step-tab]", "els => els.map(e => e.getBoundingClientRect().top)")
+    assert len(tabs) == 2 and abs(tabs[0] - tabs[1]) < 2, tabs          # side by side
+    phone.set_viewport_size({"width": 1366, "height": 768})                # a desktop wraps again
+    phone.wait_for_function("document.querySelector('#editor-host .CodeMirror').CodeMirror.getOption('lineWrapping')")

@@ -179,7 +179,13 @@ class CheckFailed(Exception):
 
 
 class LearnerError(Exception):
-    """Learner code could not be loaded (syntax error, exception at import, missing name)."""
+    """Learner code could not be loaded (syntax error, exception at import, missing name).
+    ``problem``: where, as data for the page ({kind: "compile" | "load", line, error, newer}),
+    or None (a missing name has no line)."""
+
+    def __init__(self, message: str, problem: Optional[dict] = None):
+        super().__init__(message)
+        self.problem = problem
 
 
 # A check's status: graded (pass, fail, error), run by the page (pending), run on the learner's

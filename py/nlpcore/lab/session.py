@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import refusal
-from . import model, sandbox, wire
+from . import model, newer_python, sandbox, wire
 from .model import Check, CheckFailed, Exercise, LearnerError, RefusedCall, Step, result
 from ..plain import to_plain
 
@@ -117,14 +117,16 @@ def load_learner(code: str, required: Sequence[str] = ()) -> dict:
         compiled = compile(code, "<your code>", "exec")
     except SyntaxError as err:
         raise LearnerError("your code does not compile: %s (line %s: %s)"
-                           % (err.msg, err.lineno, (err.text or "").strip()))
+                           % (err.msg, err.lineno, (err.text or "").strip()),
+                           _problem(code, "compile", err.lineno, "SyntaxError: %s" % err.msg))
     try:
         exec(compiled, ns)
     except BaseException as err:  # learner code may raise anything, SystemExit included
         repair_builtins()
         _note_error(err)
         raise LearnerError("your code raised %s while loading: %s%s%s"
-                           % (type(err).__name__, err, _where(err), _base_note(err)))
+                           % (type(err).__name__, err, _where(err), _base_note(err)),
+                           _problem(code, "load", _learner_line(err), "%s: %s" % (type(err).__name__, err)))
     repair_builtins()
     missing = [name for name in required if name not in ns]
     if missing:
@@ -209,13 +211,30 @@ def _innermost(err: BaseException) -> list:
     return [f for tb in entries[-TRACEBACK_FRAMES:] for f in traceback.extract_tb(tb, limit=1)]
 
 
-def _where(err: BaseException) -> str:
-    """' (line N of your code)' for the innermost frame inside the learner's code."""
+def _learner_line(err: BaseException) -> Optional[int]:
+    """The line of the innermost frame inside the learner's code, or None."""
     line = None
     for frame in _innermost(err):
         if frame.filename == "<your code>":
             line = frame.lineno
+    return line
+
+
+def _where(err: BaseException) -> str:
+    """' (line N of your code)' for the innermost frame inside the learner's code."""
+    line = _learner_line(err)
     return "" if line is None else " (line %d of your code)" % line
+
+
+def _problem(code: str, kind: str, line: Optional[int], error: str) -> Optional[dict]:
+    """What stops the learner's code from loading, as data: {kind, line, error, newer} (newer:
+    {what, version} when a newer Python than the page's 3.8 would take that line), or None
+    without a line."""
+    if not line:
+        return None
+    lines = code.splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return {"kind": kind, "line": int(line), "error": error, "newer": newer_python.needs(text, error)}
 
 
 def _learner_traceback(err: BaseException) -> str:
@@ -278,19 +297,25 @@ def _is_refusal_guard(change: str, refuse: Sequence[str]) -> bool:
 # Phase 1: where the learner's code runs
 # ------------------------------------------------------------------------------------------
 
-def collect(exercise: Exercise, step_id: str, code: str, seed: int) -> dict:
+def collect(exercise: Exercise, step_id: str, code: str, seed: int,
+            only: Optional[Sequence[str]] = None) -> dict:
     """Run the learner's part of a grade and return it as data for :func:`judge` (send it
     through :func:`nlpcore.lab.wire.pack`): ``verdicts`` {check index: result} decided here
     (the code did not load, a collect failed, a refused call, a page job, a local check),
     ``collected`` {check index: what collect returned}, ``report``, ``record``, ``stdout``,
-    ``stderr``, ``traceback``, ``restored``, ``seed``, ``elapsed_ms``."""
+    ``stderr``, ``traceback``, ``restored``, ``seed``, ``elapsed_ms``, ``only``, ``problem``
+    (what stopped the code from loading, as data: see :func:`_problem`).
+
+    ``only``: the ids of the checks to run (the page's "Rerun this check alone"); the others
+    are left out of the grade, which then never counts as passing the step. None runs all."""
     step = exercise.step(step_id)
     if not isinstance(code, str):
         raise TypeError("code must be a str of source, got %s" % type(code).__name__)
+    only = checked_only(step, only)
     start = time.perf_counter()
     model.set_seed(seed)
     timing: Dict[int, float] = {}           # check index -> ms its learner part took
-    report, record = None, {}
+    report, record, problem = None, {}, wire.pack(None)
     # Until the learner's code is gone (the restore at the end of `isolated`, which may run
     # what it left behind), the grade's results exist only as packed text in a rebound tuple
     # (see _phase_one): a frame of this function holds nothing that code could rewrite.
@@ -298,14 +323,16 @@ def collect(exercise: Exercise, step_id: str, code: str, seed: int) -> dict:
         try:
             ns = learner_namespace(step, code)
         except LearnerError as err:
+            problem = wire.pack(err.problem)
             done = _packed_verdicts({i: result(c.id, c.title, "error", str(err))
-                                     for i, c in enumerate(step.checks) if c.runner != "local"})
+                                     for i, c in enumerate(step.checks)
+                                     if c.runner != "local" and _runs(c, only)})
         except BaseException as err:  # the grader itself was broken by the learner's code
             repair_builtins()
             done = _packed_verdicts(_stopped(step, err))
         else:
             try:
-                done = _phase_one(step, ns, session, timing)
+                done = _phase_one(step, ns, session, timing, only)
                 report, record = _report_and_record(step, ns)
                 report, record = wire.pack(report), wire.pack(record)
             except BaseException as err:  # the grader itself was broken by the learner's code
@@ -316,13 +343,34 @@ def collect(exercise: Exercise, step_id: str, code: str, seed: int) -> dict:
     report = None if report is None else wire.unpack(report)
     record = {} if record is None or record == {} else wire.unpack(record)
     out = {"verdicts": verdicts, "collected": collected, "report": report, "record": record,
-           "restored": session.restored, "seed": seed, "timing": timing,
+           "restored": session.restored, "seed": seed, "timing": timing, "only": only,
+           "problem": wire.unpack(problem),
            "elapsed_ms": round((time.perf_counter() - start) * 1000.0, 1)}
     out.update(session.output())
     return out
 
 
-def _phase_one(step: Step, ns: dict, session: "_Session", timing: dict) -> tuple:
+def checked_only(step: Step, only) -> Optional[List[str]]:
+    """``only`` as a list of check ids of ``step`` (None: every check); ValueError otherwise."""
+    if only is None:
+        return None
+    ids = [c.id for c in step.checks]
+    if isinstance(only, str) or not all(isinstance(x, str) for x in only) or not only:
+        raise ValueError("only: expected a non-empty list of check ids of step %r (%s), got %r"
+                         % (step.id, ", ".join(ids), only))
+    unknown = [x for x in only if x not in ids]
+    if unknown:
+        raise ValueError("only: step %r has no check %s (its checks: %s)"
+                         % (step.id, ", ".join(map(repr, unknown)), ", ".join(ids)))
+    return list(only)
+
+
+def _runs(check: Check, only: Optional[List[str]]) -> bool:
+    return only is None or check.id in only
+
+
+def _phase_one(step: Step, ns: dict, session: "_Session", timing: dict,
+               only: Optional[List[str]] = None) -> tuple:
     """Every check's learner part: ``collect`` (once per distinct collect function), a page
     job's ``prepare``, or (a one-phase check of a WGSL step, where no learner code runs) the
     whole ``run``. ``timing[i]``: the milliseconds check i's part took (a shared collect counts
@@ -339,7 +387,7 @@ def _phase_one(step: Step, ns: dict, session: "_Session", timing: dict) -> tuple
     shared = ()                             # ((collect function, packed outcome, calls), ...)
     for i, check in enumerate(step.checks):
         del refused[:]
-        if check.runner == "local":
+        if check.runner == "local" or not _runs(check, only):
             continue
         started = time.perf_counter()
         if check.runner == "python" and check.collect is not None:

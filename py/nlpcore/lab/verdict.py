@@ -40,8 +40,11 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
                     for i, c in enumerate(step.checks) if c.runner != "local"}
     checks, incomplete = [], []  # incomplete: failed completeness checks, judged here
     timing = dict(phase.get("timing") or {})  # check index -> ms, learner part + judging
+    only = phase.get("only")            # "rerun this check alone": the others are left out
     with session.quiet():
         for i, check in enumerate(step.checks):
+            if only is not None and check.id not in only:
+                continue
             if check.runner == "local":
                 checks.append(result(check.id, check.title, "local", check.explain,
                                      command=check.command, runner="local"))
@@ -56,7 +59,8 @@ def judge(exercise: Exercise, step_id: str, phase: dict) -> dict:
             else:
                 checks.append(result(check.id, check.title, "error",
                                      "the grader received nothing for this check"))
-    checks = [dict(c, ms=round(timing[i], 1)) if i in timing else c for i, c in enumerate(checks)]
+    at = {c.id: i for i, c in enumerate(step.checks)}
+    checks = [dict(c, ms=round(timing[at[c["id"]]], 1)) if at[c["id"]] in timing else c for c in checks]
     phase = dict(phase, refused=refusal(step, incomplete))
     return finish(exercise, step, checks, phase, judged_ms=(time.perf_counter() - start) * 1e3)
 
@@ -109,6 +113,7 @@ def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
     checks = [dict(c, message="%s (inputs seeded with %d)" % (c["message"], seed))
               if c["status"] == "fail" and seed is not None and c.get("runner", "python") == "python"
               and "(inputs seeded with" not in c["message"] else c for c in checks]
+    checks = [dict(c, completeness=True) if c["id"] in COMPLETENESS_CHECKS else c for c in checks]
     graded = [c for c in checks if c["status"] != "local"]
     out = {"exercise": exercise.id, "step": step.id, "checks": checks,
            "passed": bool(graded) and all(c["status"] == "pass" for c in graded),
@@ -116,7 +121,11 @@ def finish(exercise: Exercise, step: Step, checks: List[dict], phase: dict,
            "elapsed_ms": round(phase.get("elapsed_ms", 0.0) + judged_ms, 1),
            "stdout": phase.get("stdout", ""), "stderr": phase.get("stderr", ""),
            "traceback": phase.get("traceback", ""), "restored": restored, "seed": seed,
-           "refused": refused}
+           "refused": refused,
+           # as data, for the page: an incomplete Predict answer, and what stopped the code loading
+           "incomplete": bool(refused), "problem": phase.get("problem")}
+    if phase.get("only") is not None:  # some checks alone: never a pass of the step
+        out.update(passed=False, only=list(phase["only"]))
     return out
 
 

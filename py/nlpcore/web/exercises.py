@@ -1,8 +1,10 @@
 """The exercise pages' door into Python (called through :func:`nlpcore.web.call`).
 
     exercises.catalog()                                  -> ids, titles, steps (summary)
-    exercises.collect(exercise, step, code)              -> {phase, restored}: the learner's half of a
-                                                            grade (the worker that runs learner code)
+    exercises.collect(exercise, step, code, only=None, seed=None)
+                                                         -> {phase, restored}: the learner's half of a
+                                                            grade (the worker that runs learner code;
+                                                            only: check ids to run alone)
     exercises.judge(exercise, step, phase)               -> the grade {checks, passed, record, report,
                                                             elapsed_ms, stdout, stderr, traceback,
                                                             restored, seed} (the judge worker)
@@ -67,12 +69,18 @@ def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
     return lab.grade(_str(exercise, "exercise"), _str(step, "step"), _str(code, "code"))
 
 
-def collect(exercise: str, step: str, code: str) -> Dict[str, Any]:
+def collect(exercise: str, step: str, code: str, only: Optional[list] = None,
+            seed: Optional[int] = None) -> Dict[str, Any]:
     """The learner's half of a grade, in the worker that runs learner code: {phase (the
     collected data as one JSON text, nlpcore.lab.wire), restored}. Hand ``phase`` to
-    :func:`judge` in the judge worker."""
+    :func:`judge` in the judge worker. ``only``: the ids of the checks to run alone (the rest
+    are left out, and the grade does not pass the step); ``seed``: the inputs' seed (a rerun
+    takes the seed of the grade it repeats), a fresh one when None."""
     ex = lab.exercise(_str(exercise, "exercise"))
-    phase = session.collect(ex, _str(step, "step"), _str(code, "code"), verdict.new_seed())
+    if seed is not None and (type(seed) is not int or seed < 0):
+        raise TypeError("seed: expected a non-negative int or None, got %r" % (seed,))
+    phase = session.collect(ex, _str(step, "step"), _str(code, "code"),
+                            verdict.new_seed() if seed is None else seed, only=only)
     return {"phase": wire.pack(phase), "restored": phase["restored"]}
 
 

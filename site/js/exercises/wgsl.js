@@ -93,11 +93,19 @@ async function defineMode() {
   return null;
 }
 
+const PHONE_WIDTH = "(max-width: 640px)";  // as css/exercise.css's phone layout
+
 function configureEditor(cm) {
   cm.setOption("mode", "wgsl");
   cm.setOption("indentUnit", 2);
   cm.setOption("tabSize", 2);
-  cm.setOption("lineWrapping", true);  // the shaders' header comments are wide
+  // The shaders' header comments are wide: wrapped where the editor is wide enough, but on a
+  // phone wrapping turned a 355-line shader into ~12 lines per screen, so there long lines
+  // scroll sideways inside the editor instead.
+  const phone = window.matchMedia(PHONE_WIDTH);
+  const wrapUnlessPhone = () => cm.setOption("lineWrapping", !phone.matches);
+  wrapUnlessPhone();
+  phone.addEventListener("change", wrapUnlessPhone);
   cm.setOption("extraKeys", {Tab: (editor) => editor.replaceSelection("  ")});
   cm.on("change", () => clearMarks());
   cm.refresh();
