@@ -404,6 +404,8 @@ async function rerunCheck(checkId, button) {
   } finally {
     state.running = false;
     button.disabled = false;
+    // Disabling the focused button dropped focus to the page body: give it back.
+    if (document.activeElement === document.body || document.activeElement === null) button.focus();
   }
 }
 

@@ -61,8 +61,10 @@ def test_a_failing_check_reruns_alone_with_its_inputs(page, site_url, browser_he
     assert page.locator("[data-testid=check][data-status=pass] [data-testid=rerun-check]").count() == 0
     check_id = failing.first.get_attribute("data-check")
     seeded = re.search(r"inputs seeded with (\d+)", failing.first.inner_text())
-    failing.first.locator("[data-testid=rerun-check]").click()
+    failing.first.locator("[data-testid=rerun-check]").focus()
+    page.keyboard.press("Enter")                                            # by keyboard
     page.wait_for_selector(f"[data-testid=rerun][data-check={check_id}]")
+    page.wait_for_function("document.activeElement.dataset.testid === 'rerun-check'")  # focus kept
     panel = page.locator("[data-testid=rerun]")
     assert panel.get_attribute("data-status") == "fail"
     inputs = page.inner_text("[data-testid=rerun-inputs]")

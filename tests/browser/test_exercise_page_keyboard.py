@@ -53,6 +53,33 @@ def test_tab_indents_in_the_editor_and_esc_then_tab_leaves_it(page, site_url, br
     assert focused(page)["outline"] not in ("none", ""), "a focused button shows a focus ring"
 
 
+def test_the_wgsl_editor_keeps_the_keyboard_rules(page, site_url, browser_helpers):
+    """The WGSL page sets its own indent (two spaces) but not its own keys: Tab indents, Esc then
+    Tab leaves, Ctrl+Enter runs the checks (a page that replaced the editor's keys trapped focus)."""
+    open_step(page, site_url, browser_helpers, ex_id="wgsl", step="scratch")
+    page.click("#editor-host .CodeMirror-code")
+    page.keyboard.press("Control+Home")
+    before = editor_text(page)
+    page.keyboard.press("Tab")
+    assert editor_text(page) == "  " + before and page.evaluate(IN_EDITOR, "#editor-host")
+    page.keyboard.press("Shift+Tab")
+    assert editor_text(page) == before
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    # The shader is taller than its box, so its scroller is a tab stop of its own ("Code view",
+    # js/scroll-box.js: the arrow keys scroll it); the next Tab leaves the editor altogether.
+    in_input = "document.activeElement.matches('#editor-host .CodeMirror textarea')"
+    assert not page.evaluate(in_input), "Esc then Tab must leave the WGSL editor's input"
+    if page.evaluate(IN_EDITOR, "#editor-host"):
+        assert page.evaluate("document.activeElement.getAttribute('role')") == "region"
+        page.keyboard.press("Tab")
+    assert not page.evaluate(IN_EDITOR, "#editor-host"), "Tab must get out of the WGSL editor"
+    assert editor_text(page) == before
+    page.click("#editor-host .CodeMirror-code")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function(RESULTS_DONE, timeout=120_000)
+
+
 def test_esc_then_shift_tab_leaves_backwards_and_any_key_returns_to_editing(page, site_url, browser_helpers):
     open_step(page, site_url, browser_helpers)
     page.click("#editor-host .CodeMirror-code")

@@ -106,7 +106,8 @@ function configureEditor(cm) {
   const wrapUnlessPhone = () => cm.setOption("lineWrapping", !phone.matches);
   wrapUnlessPhone();
   phone.addEventListener("change", wrapUnlessPhone);
-  cm.setOption("extraKeys", {Tab: (editor) => editor.replaceSelection("  ")});
+  // Tab, Shift-Tab, Esc and the page's shortcuts stay editor.js's (its extraKeys): with
+  // indentUnit/tabSize 2, Tab inserts two spaces; Esc, then Tab leaves the editor.
   cm.on("change", () => clearMarks());
   cm.refresh();
 }
