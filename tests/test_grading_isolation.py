@@ -360,3 +360,18 @@ def test_printing_a_traceback_is_not_introspection():
         "    traceback.print_exc()\n    traceback.print_stack()\n"))
     assert result["passed"], (result["restored"], result["checks"])
     assert "a note" in result["stderr"]
+
+
+def test_an_in_process_grade_after_the_zygote_was_replaced_still_passes():
+    """The zygote's handle (lab/runner.py) is the grader's, not interpreter state: replacing the
+    zygote between two in-process grades (the page's path, web.collect) must not read as
+    "your code changed the grader's interpreter" (it did, in a full test run)."""
+    from nlpcore.lab import runner, verdict, wire
+    from nlpcore.web import exercises as web
+    ex = lab.exercise("online-softmax")
+    step = ex.step("scratch")
+    grade = lambda: verdict.judge(ex, step.id, wire.unpack(web.collect(ex.id, step.id, step.solution, seed=3)["phase"]))
+    assert grade()["passed"]
+    runner._stop_zygote()
+    assert lab.grade("online-softmax", "scratch", step.solution)["passed"]   # starts a new zygote
+    assert grade()["passed"]

@@ -39,7 +39,14 @@ SLACK_S = 20.0              # how long past the time limit the judge waits for t
 MEMORY_SHARE = 4            # the learner process may grow by 1/MEMORY_SHARE of the machine's RAM
 MEMORY_GROWTH_MAX = 2 << 30  # ... and by at most this many bytes
 
-_zygote: list = []          # the running zygote (a Popen), at most one
+class _Held(list):
+    """The grader's own process handles: not interpreter state a learner could have changed, so
+    the in-process snapshot (lab/sandbox.py) leaves it out -- a zygote replaced between two
+    in-process grades is not the learner's doing."""
+    sandbox_skip = True
+
+
+_zygote: list = _Held()     # the running zygote (a Popen), at most one
 
 
 # -- the judge's side -------------------------------------------------------------------------
