@@ -149,3 +149,23 @@ def test_the_checker_accepts_what_the_rule_allows():
     assert violations("ring", allowed, ranks) == []
     assert violations("flash_wgpu", "def f():\n    import wgpu\n", ranks) == []
     assert violations("flash_triton", "import torch\nfrom . import flash_np, triton_tuning\n", ranks) == []
+
+
+@pytest.mark.skipif(not hasattr(sys, "stdlib_module_names"),
+                    reason="needs Python 3.10+ to tell the standard library apart")
+def test_what_kernels_may_import_from_outside_imports_only_the_standard_library():
+    """nlpcore.hardware and nlpcore.shaders are the kernels' only imports from the rest of
+    nlpcore (OUTSIDE), so they must not pull anything else in, in the browser or on CPython."""
+    import ast
+    from nlpcore import kernels
+    for name in kernels.OUTSIDE:
+        path = KERNELS.parent / (name.split(".", 1)[1] + ".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                roots = ["nlpcore"] if node.level else [(node.module or "").split(".")[0]]
+            else:
+                continue
+            assert all(r in sys.stdlib_module_names or r == "__future__" for r in roots), (name, ast.dump(node))

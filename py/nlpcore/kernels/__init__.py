@@ -11,8 +11,10 @@ below its own, and the browser layers come below the native ones:
   only) imports wgpu inside the function that needs it, so importing it costs nothing.
 - a native module needs torch and triton (an NVIDIA GPU, or Triton's CPU interpreter); it may
   import any browser module, and no browser module imports it.
-- outside this package a kernel imports only ``nlpcore.hardware`` (the figures of real GPUs),
-  and this ``__init__`` imports nothing, so ``import nlpcore.kernels`` loads no kernel.
+- outside this package a kernel imports only ``nlpcore.hardware`` (the figures of real GPUs)
+  and ``nlpcore.shaders`` (the WGSL sources with their ``#include`` lines resolved; standard
+  library only), and this ``__init__`` imports nothing, so ``import nlpcore.kernels`` loads no
+  kernel.
 
 A new module goes into the lowest layer above everything it imports.
 """
@@ -39,4 +41,4 @@ NATIVE_LAYERS = (
 # (nlpcore.lab.exercises.triton.check_triton), not here.
 
 # What a kernel may import from nlpcore outside this package.
-OUTSIDE = ("nlpcore.hardware",)
+OUTSIDE = ("nlpcore.hardware", "nlpcore.shaders")
