@@ -25,7 +25,7 @@ from .session import call_learner, repair_builtins
 from .wire import NotAnArray
 
 __all__ = ["TOLERANCES", "CheckFailed", "NotAnArray", "call_learner", "peak_memory", "plain_array",
-           "plain_tuple", "shapes_of", "expect_array", "assert_close", "flash_bar", "expect_number",
+           "plain_tuple", "shapes_of", "expect_array", "assert_close", "is_close", "flash_bar", "expect_number",
            "relative_close", "prediction_close", "rng", "measured_outside", "outside_growth"]
 
 # Tolerances per dtype of the computation being checked (nlpcore.tolerances.GRADER):
@@ -213,6 +213,16 @@ def assert_close(name: str, got, want, *, shapes: dict, dtype: str = "float32",
                       expected="%s%s = %.7g" % (name, list(idx), want[idx]),
                       got="%.7g" % got[idx], tolerance=tol_text, max_abs_err=verdict.max_err,
                       where=list(idx), shapes=shapes)
+
+
+def is_close(got, want, dtype: str = "float64") -> bool:
+    """Whether :func:`assert_close` would accept ``got`` for ``want`` at ``dtype``'s tolerance
+    (used to test an output against the known wrong variants of an exercise)."""
+    try:
+        assert_close("x", got, want, shapes={}, dtype=dtype)
+    except CheckFailed:
+        return False
+    return True
 
 
 def _num(x) -> str:
