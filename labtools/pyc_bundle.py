@@ -50,6 +50,20 @@ for source, target, shown in json.load(sys.stdin):
 """
 
 
+def _length(nibble: int, data: bytes, i: int):
+    """An LZ4 length: a token's nibble, and when it is 15, the bytes after it added on until one
+    is not 255. Returns (length, index past it)."""
+    length = nibble
+    if nibble == 15:
+        while True:
+            extra = data[i]
+            i += 1
+            length += extra
+            if extra != 255:
+                break
+    return length, i
+
+
 def lz4_block(data: bytes, size: int) -> bytes:
     """One LZ4 block (no frame) decompressed: Emscripten's MiniLZ4 format."""
     out = bytearray()
@@ -57,14 +71,7 @@ def lz4_block(data: bytes, size: int) -> bytes:
     while i < n:
         token = data[i]
         i += 1
-        literals = token >> 4
-        if literals == 15:
-            while True:
-                extra = data[i]
-                i += 1
-                literals += extra
-                if extra != 255:
-                    break
+        literals, i = _length(token >> 4, data, i)
         out += data[i:i + literals]
         i += literals
         if i >= n:
@@ -73,14 +80,7 @@ def lz4_block(data: bytes, size: int) -> bytes:
         i += 2
         if offset == 0 or offset > len(out):
             raise ValueError("corrupt LZ4 block: match offset %d at output %d" % (offset, len(out)))
-        match = (token & 15)
-        if match == 15:
-            while True:
-                extra = data[i]
-                i += 1
-                match += extra
-                if extra != 255:
-                    break
+        match, i = _length(token & 15, data, i)
         match += 4
         start = len(out) - offset
         for k in range(match):  # matches may overlap their own output
