@@ -13,7 +13,7 @@ What goes into the output directory:
     wheels/nlpcore-<v>-py3-none-any.whl
                                 the Python package, unpacked into the page's Pythons by js/pyworker.js
     vendor/pyodide/             the Pyodide runtime, NumPy, micropip and its dependencies only
-    pyc/bundle.bin              the stdlib and NumPy modules a worker imports at boot, precompiled
+    pyc/bundle.bin              the stdlib and NumPy modules a worker imports at boot, and nlpcore's, precompiled
                                 (labtools/pyc_bundle.py; left out without a CPython 3.8)
     vendor/{katex,codemirror,chartjs}/
                                 the JS libraries the pages use (chartjs/ holds Chart.js and its
@@ -480,7 +480,7 @@ def build(out: pathlib.Path) -> dict:
     copy_tree(ROOT / "py" / "nlpcore", out / "src" / "nlpcore", "*.py")
     copy_tree(ROOT / "wgsl", out / "src" / "wgsl", "*.wgsl")
     vendor(out)
-    pyc = pyc_bundle.build_bundle(PYODIDE_DIST, out / "pyc" / "bundle.bin")
+    pyc = pyc_bundle.build_bundle(PYODIDE_DIST, out / "pyc" / "bundle.bin", own=package_sources())
     if "skipped" in pyc:
         print("note: pyc/bundle.bin left out:", pyc["skipped"], file=sys.stderr)
     build_wheel(out / "wheels")

@@ -8,8 +8,11 @@ compiled from the very bytes Pyodide ships (read out of its ``.data`` packages) 
 3.8 (``.venv38``, the magic number Pyodide's 3.8 checks), as *unchecked hash-based* pycs
 (PEP 552): the importer takes them without comparing timestamps with the source, which stays
 beside them (tracebacks and ``__file__`` are unchanged). js/pyworker.js writes them into the
-worker's file system before Python starts. nlpcore itself is left out (its files are the
-learner-facing package, installed from the wheel).
+worker's file system before Python starts. nlpcore's own modules are in it too, compiled from
+the files the build puts in the wheel (``own``): the wheel still installs the sources (the
+learner-facing package, and what tracebacks quote), and importing nlpcore no longer compiles
+them in every worker (each pyc carries its source's hash, which the tests compare with the
+wheel's file).
 
 Bundle layout: 4 bytes (little-endian uint32) N, N bytes of JSON ``{"python": "3.8", "files":
 [[path in the worker's file system, size], ...]}``, then the files' bytes in that order.
@@ -162,9 +165,12 @@ def boot_modules(python: pathlib.Path) -> list:
     return sorted(paths)
 
 
-def build_bundle(dist: pathlib.Path, dest: pathlib.Path, python: pathlib.Path = PYTHON38) -> dict:
-    """Writes ``dest`` (see the module docstring) from the Pyodide packages in ``dist``;
-    returns {files, bytes} or {skipped: reason} when no CPython 3.8 is at hand."""
+def build_bundle(dist: pathlib.Path, dest: pathlib.Path, python: pathlib.Path = PYTHON38,
+                 own=()) -> dict:
+    """Writes ``dest`` (see the module docstring) from the Pyodide packages in ``dist`` and the
+    ``own`` files ((path in the wheel, file), the .py ones compiled, to where the workers
+    unpack the wheel); returns {files, bytes} or {skipped: reason} when no CPython 3.8 is at
+    hand."""
     if not python.exists():
         return {"skipped": "no CPython 3.8 at %s (scripts/setup.sh makes it): workers compile at boot" % python}
     packages = [Package(dist, name) for name in PACKAGES]
@@ -183,6 +189,13 @@ def build_bundle(dist: pathlib.Path, dest: pathlib.Path, python: pathlib.Path = 
             source.parent.mkdir(parents=True, exist_ok=True)
             source.write_bytes(package.read(path))
             jobs.append([str(source), str(pathlib.Path(tmp, "pyc" + target)), path])
+            sources[target] = jobs[-1][1]
+        for arcname, file in own:
+            if not arcname.endswith(".py"):
+                continue
+            folder, name = (PYODIDE_SITE + arcname).rsplit("/", 1)
+            target = "%s/__pycache__/%s.cpython-38.pyc" % (folder, name[:-3])
+            jobs.append([str(file), str(pathlib.Path(tmp, "pyc" + target)), PYODIDE_SITE + arcname])
             sources[target] = jobs[-1][1]
         # A fixed hash seed: frozenset constants are marshalled in hash order (a deterministic build).
         subprocess.run([str(python), "-c", COMPILE], input=json.dumps(jobs), text=True, check=True,

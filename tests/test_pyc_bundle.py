@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
 
 import pytest
 
@@ -31,9 +32,10 @@ def test_a_package_reads_the_files_pyodide_ships():
 
 
 @pytest.mark.skipif(not pyc_bundle.PYTHON38.exists(), reason="no CPython 3.8 (.venv38) to compile with")
-def test_the_bundle_holds_unchecked_hash_pycs_for_the_boot_imports(tmp_path):
+def test_the_bundle_holds_unchecked_hash_pycs_for_the_boot_imports_and_nlpcore(tmp_path):
     dest = tmp_path / "bundle.bin"
-    made = pyc_bundle.build_bundle(build.PYODIDE_DIST, dest)
+    own = build.package_sources()
+    made = pyc_bundle.build_bundle(build.PYODIDE_DIST, dest, own=own)
     blob = dest.read_bytes()
     n = struct.unpack("<I", blob[:4])[0]
     header = json.loads(blob[4:4 + n])
@@ -41,10 +43,23 @@ def test_the_bundle_holds_unchecked_hash_pycs_for_the_boot_imports(tmp_path):
     assert made["files"] == len(paths) > 100 and header["python"] == "3.8"
     assert "/lib/python3.8/site-packages/numpy/core/__pycache__/numeric.cpython-38.pyc" in paths
     assert "/lib/python3.8/json/__pycache__/decoder.cpython-38.pyc" in paths
-    assert not any("nlpcore" in p for p in paths)  # the package itself comes from the wheel
+    # nlpcore's modules, where the workers unpack the wheel, each compiled from the wheel's file:
+    # the pyc's source hash (PEP 552) is that of the file's bytes, by CPython 3.8's own function.
+    wheel_py = {pyc_bundle.PYODIDE_SITE + arc: file for arc, file in own if arc.endswith(".py")}
+    expected = {"%s/__pycache__/%s.cpython-38.pyc" % tuple(p[:-3].rsplit("/", 1)): p for p in wheel_py}
+    assert set(expected) <= set(paths)
+    assert "/lib/python3.8/site-packages/nlpcore/lab/__pycache__/session.cpython-38.pyc" in expected
+    hashes = json.loads(subprocess.run(
+        [str(pyc_bundle.PYTHON38), "-c", "import importlib.util, json, sys\n"
+         "print(json.dumps({p: importlib.util.source_hash(open(f, 'rb').read()).hex() "
+         "for p, f in json.load(sys.stdin).items()}))"],
+        input=json.dumps({t: str(wheel_py[p]) for t, p in expected.items()}), capture_output=True,
+        text=True, check=True).stdout)
     offset = 4 + n
-    for _path, size in header["files"]:
+    for path, size in header["files"]:
         pyc = blob[offset:offset + size]
         assert pyc[:4] == MAGIC_38 and struct.unpack("<I", pyc[4:8])[0] == 0b01  # hash-based, unchecked
+        if path in hashes:
+            assert pyc[8:16].hex() == hashes[path], path
         offset += size
     assert offset == len(blob)

@@ -54,6 +54,12 @@ from typing import List, Sequence
 
 LEARNER_FILE = "<your code>"    # the file name learner code is compiled as (session.load_learner)
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))                 # .../nlpcore
+
+# An object's identity as an int, unique among live objects as id() is: object's own hash, made
+# from the address alone (no class can change it). id() raises the audit event "builtins.id",
+# and every audit hook of the grader (here and nlpcore.lab.session) is called for each one: in
+# Pyodide, the snapshot's tens of thousands of identities cost more than the grade's checks.
+identity = object.__hash__
 _GRADER_DIR = os.path.join(_PACKAGE_DIR, "lab") + os.sep                   # .../nlpcore/lab/
 
 
@@ -96,7 +102,7 @@ class Refusal:
         self.grader_files = frozenset(grader_files)
         self.files: set = set()         # source and bytecode files of the refused modules
         self.modules: List[str] = []
-        self.original_ids: set = set()  # id() of every original replaced by a guard (ints only)
+        self.original_ids: set = set()  # identity() of every original a guard replaced (ints only)
         self.installed: dict = {}       # module name -> its namespace right after install
         self.introspected: List[str] = []   # code/frame introspection by learner code (audit)
 
@@ -145,15 +151,15 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
             refusal.files.update(_files_of(source))
             for path in list(refusal.files):
                 linecache.cache.pop(path, None)
-    guards = {}                             # id(original) -> its guard, for this call
+    guards = {}                             # identity(original) -> its guard, for this call
     for name, module in loaded:
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == name:
-                guards[id(value)] = _guard(value, "%s.%s" % (name, attr), refusal, strict)
+                guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), refusal, strict)
     for name, module in loaded:             # the module's own functions, and the originals it
         for attr, value in list(vars(module).items()):  # imported from another refused module
-            if isinstance(value, types.FunctionType) and id(value) in guards:
-                setattr(module, attr, guards[id(value)])
+            if isinstance(value, types.FunctionType) and identity(value) in guards:
+                setattr(module, attr, guards[identity(value)])
     refusal.original_ids.update(guards)
     for name, module in loaded:
         refusal.installed[name] = dict(vars(module))

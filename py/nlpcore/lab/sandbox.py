@@ -39,6 +39,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from ..refusal import identity
+
 # Modules whose namespaces are restored, by name or by prefix (a name followed by ".").
 GUARDED_PREFIXES = ("nlpcore", "numpy")
 GUARDED_MODULES = ("builtins", "sys", "math", "cmath", "random", "functools", "operator",
@@ -126,18 +128,18 @@ class Snapshot:
                 self.builtins_repaired = True
 
     def hide(self, ids) -> tuple:
-        """Take out of the snapshot every record that holds one of the objects whose ``id()`` is
-        in ``ids`` (the originals of refused kernels, :mod:`nlpcore.refusal`), for as long as
-        learner code runs: it can read the snapshot. Returns them for :meth:`unhide`."""
-        def holds(values):
-            return any(id(v) in ids for v in values)
+        """Take out of the snapshot every record that holds one of the objects whose identity
+        (:func:`nlpcore.refusal.identity`) is in ``ids`` (the originals of refused kernels), for
+        as long as learner code runs: it can read the snapshot. Returns them for :meth:`unhide`.
+        Every record is looked at on every call (:func:`_holds`): nothing kept between grades
+        could be rewritten by learner code to leave an original in."""
+        ids = set(ids)
         hidden = []
         for name in ("namespaces", "functions", "classes", "containers", "instances"):
             records = getattr(self, name)
             keep, out = [], []
             for record in records:
-                values = _record_values(name, record)
-                (out if holds(values) else keep).append(record)
+                (out if _holds(name, record, ids) else keep).append(record)
             records[:] = keep
             hidden.append((name, out))
         return tuple(hidden)
@@ -150,9 +152,9 @@ class Snapshot:
     # -- recording -----------------------------------------------------------------------------
 
     def _record_function(self, fn, seen):
-        if id(fn) in seen:
+        if identity(fn) in seen:
             return
-        seen.add(id(fn))
+        seen.add(identity(fn))
         cells = tuple(fn.__closure__ or ())
         contents = []
         for cell in cells:
@@ -172,8 +174,8 @@ class Snapshot:
             for part in (value.fget, value.fset, value.fdel):
                 if part is not None:
                     self._record_callable(part, seen_functions, seen_classes)
-        elif isinstance(value, type) and id(value) not in seen_classes:
-            seen_classes.add(id(value))
+        elif isinstance(value, type) and identity(value) not in seen_classes:
+            seen_classes.add(identity(value))
             if value.__flags__ & (1 << 9):   # Py_TPFLAGS_HEAPTYPE: a class written in Python
                 self.classes.append((value, dict(value.__dict__)))
                 for member in list(value.__dict__.values()):
@@ -181,10 +183,10 @@ class Snapshot:
 
     def _walk(self, value, depth, seen, seen_functions, seen_classes):
         """Record mutable containers, arrays and nlpcore objects reachable from ``value``."""
-        if (depth <= 0 or id(value) in seen or getattr(type(value), "sandbox_skip", False)
+        if (depth <= 0 or identity(value) in seen or getattr(type(value), "sandbox_skip", False)
                 or isinstance(value, (str, bytes, int, float, type, types.ModuleType))):
             return
-        seen.add(id(value))
+        seen.add(identity(value))
         children = ()
         if isinstance(value, np.ndarray):
             if value.nbytes <= ARRAY_BYTES and value.flags.writeable:
@@ -267,16 +269,16 @@ class Snapshot:
         return changed
 
 
-def _record_values(kind: str, record: tuple) -> list:
-    """The objects a snapshot record of ``kind`` keeps alive (for :meth:`Snapshot.hide`)."""
+def _holds(kind: str, record: tuple, ids: set) -> bool:
+    """Whether a snapshot record of ``kind`` keeps alive an object whose identity is in ``ids``
+    (for :meth:`Snapshot.hide`): a namespace's saved values; a function and its closure's saved
+    contents; a class, container or instance and its saved items."""
     if kind == "namespaces":
-        return list(record[1].values())
-    if kind == "functions":
-        return [record[0]] + list(record[6])
-    saved = record[1]
-    if isinstance(saved, dict):
-        return [record[0]] + list(saved.values())
-    return [record[0]] + list(saved)
+        return not ids.isdisjoint(map(identity, record[1].values()))
+    if identity(record[0]) in ids:
+        return True
+    saved = record[6] if kind == "functions" else record[1]
+    return not ids.isdisjoint(map(identity, saved.values() if isinstance(saved, dict) else saved))
 
 
 class _Empty:
