@@ -152,10 +152,11 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
             for path in list(refusal.files):
                 linecache.cache.pop(path, None)
     guards = {}                             # identity(original) -> its guard, for this call
-    for name, module in loaded:
-        for attr, value in list(vars(module).items()):
-            if isinstance(value, types.FunctionType) and value.__module__ == name:
-                guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), refusal, strict)
+    with _unaudited():                      # the grader reading its own functions' code
+        for name, module in loaded:
+            for attr, value in list(vars(module).items()):
+                if isinstance(value, types.FunctionType) and value.__module__ == name:
+                    guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), refusal, strict)
     for name, module in loaded:             # the module's own functions, and the originals it
         for attr, value in list(vars(module).items()):  # imported from another refused module
             if isinstance(value, types.FunctionType) and identity(value) in guards:
@@ -163,6 +164,20 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
     refusal.original_ids.update(guards)
     for name, module in loaded:
         refusal.installed[name] = dict(vars(module))
+
+
+@contextlib.contextmanager
+def _unaudited():
+    """Inside, the file guard's audit hook lets every event through, as it does its own: for the
+    grader's code between learner calls (no learner code runs inside), which reads the code of
+    every function it guards -- each read an audit event, each checked for the learner reaching
+    nlpcore's code (:func:`_audit_introspection`) at the cost of two path normalisations."""
+    before = _registry.in_hook
+    _registry.in_hook = True
+    try:
+        yield
+    finally:
+        _registry.in_hook = before
 
 
 def changes(refusal: Refusal) -> List[str]:

@@ -28,6 +28,7 @@ const SITE = new URL("../", self.location.href);  // js/pyworker.js -> site root
 const INDEX_URL = new URL("vendor/pyodide/", SITE).href;
 
 const ROLE = new URLSearchParams(self.location.search).get("role") || "learner";
+const EXERCISE = new URLSearchParams(self.location.search).get("exercise");  // the judge's
 const JUDGE_CALLS = new Set(["exercises.judge", "exercises.conclude", "exercises.verify"]);
 
 let web = null;          // PyProxy of the nlpcore.web module once booted
@@ -252,8 +253,16 @@ async function boot() {
   progress("nlpcore", "installing the nlpcore wheel");
   await unpackWheel(pyodide, await wheelUrl());
   web = pyodide.runPython("import nlpcore.web\nnlpcore.web");
-  // The judge is ready with its graders imported (the page's warm-up call does it for the learner).
-  if (ROLE === "judge") web.call_json("exercises.catalog", "{}");
+  // The judge is ready with its graders imported (the page's warm-up call does it for the
+  // learner): the page's exercise's (pyworker.js?role=judge&exercise=<id>), or every one.
+  if (ROLE === "judge") {
+    try {
+      if (EXERCISE) web.call_json("exercises.prepare", JSON.stringify({exercise: EXERCISE}));
+      else web.call_json("exercises.catalog", "{}");
+    } catch (error) {
+      // an unknown exercise: the grade's own call says so
+    }
+  }
   const versions = JSON.parse(pyodide.runPython(
       "import json, sys, numpy, nlpcore\n" +
       "json.dumps({'python': sys.version.split()[0], 'numpy': numpy.__version__," +

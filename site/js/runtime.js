@@ -177,6 +177,7 @@ class Runtime {
 let shared = null;
 let judge = null;
 let judgeExpected = false;
+let judgeExercise = null;
 
 /* Boots the judge once this page grades and the learner's worker reached JUDGE_STARTS_AT. */
 function startJudgeWhenDue() {
@@ -193,15 +194,23 @@ export function getRuntime() {
   return shared;
 }
 
-/* The judge: a second worker that never runs learner code (boots at once when asked for). */
+/* The judge: a second worker that never runs learner code (boots at once when asked for). It
+ * is ready with the graders of the page's exercise imported (expectJudge's `exercise`), or of
+ * every exercise when the page named none. */
 export function getJudge() {
-  if (!judge) judge = new Runtime(new URL("./pyworker.js?role=judge", import.meta.url), "judge");
+  if (!judge) {
+    const url = new URL("./pyworker.js?role=judge", import.meta.url);
+    if (judgeExercise) url.searchParams.set("exercise", judgeExercise);
+    judge = new Runtime(url, "judge");
+  }
   return judge;
 }
 
-/* This page grades: the judge boots beside the learner's worker, as BOOT ORDER says. */
-export function expectJudge() {
+/* This page grades (`exercise`: the id of the exercise it grades): the judge boots beside the
+ * learner's worker, as BOOT ORDER says. */
+export function expectJudge(exercise = null) {
   judgeExpected = true;
+  if (!judge && typeof exercise === "string" && exercise) judgeExercise = exercise;
   getRuntime();
   startJudgeWhenDue();
 }

@@ -24,7 +24,7 @@ import os
 import sys
 from typing import Dict, List, Optional
 
-from .exercises import discover as _discover
+from .exercises import discover as _discover, find as _find
 from . import verdict as _verdict
 from .model import Exercise
 from .session import library_changed
@@ -44,10 +44,11 @@ def exercise(ex_id: str) -> Exercise:
     """The exercise with this id; ValueError names the known ids otherwise."""
     if ex_id in _cache:
         return _cache[ex_id]
-    modules = dict(_available())
-    if ex_id not in modules:
-        raise ValueError("exercise must be one of %s, got %r" % (sorted(modules), ex_id))
-    ex = importlib.import_module(modules[ex_id]).build()
+    name = _find(ex_id)                     # that folder only
+    if name is None:
+        raise ValueError("exercise must be one of %s, got %r"
+                         % (sorted(ex for ex, _ in _available()), ex_id))
+    ex = importlib.import_module(name).build()
     if ex.id != ex_id:
         raise RuntimeError("module %s builds exercise %r, not %r" % (modules[ex_id], ex.id, ex_id))
     _cache[ex_id] = ex

@@ -7,8 +7,40 @@ Adding an exercise is adding a folder; nothing else lists them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
-from typing import List, Tuple
+import re
+from typing import List, Optional, Tuple
+
+_FOLDER_NAME = re.compile(r"^[a-z][a-z0-9-]*$")   # an exercise id: a folder name, no dots
+
+
+def _exercise_module(name: str, folder: str):
+    """The imported package ``name`` when it is an exercise (defines ``build``), else None;
+    TypeError when it has ``build`` but no int ``ORDER``."""
+    module = importlib.import_module(name)
+    if not hasattr(module, "build"):
+        return None
+    order = getattr(module, "ORDER", None)
+    if not isinstance(order, int):
+        raise TypeError("exercise folder %s must define ORDER as an int, got %r" % (folder, order))
+    return module
+
+
+def find(ex_id: str) -> Optional[str]:
+    """The module name of the exercise folder ``ex_id``, importing that folder only (a page
+    grades one exercise: importing every folder, as :func:`discover` must, cost each Python
+    worker of the page the other exercises' graders); None when there is no such exercise."""
+    if not isinstance(ex_id, str) or not _FOLDER_NAME.match(ex_id):
+        return None
+    name = __name__ + "." + ex_id
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.submodule_search_locations is None:  # a module, not a folder
+        return None
+    return name if _exercise_module(name, ex_id) is not None else None
 
 
 def discover() -> List[Tuple[str, str]]:
@@ -20,14 +52,9 @@ def discover() -> List[Tuple[str, str]]:
         if not info.ispkg:
             continue
         name = __name__ + "." + info.name
-        module = importlib.import_module(name)
-        if not hasattr(module, "build"):
-            continue
-        order = getattr(module, "ORDER", None)
-        if not isinstance(order, int):
-            raise TypeError("exercise folder %s must define ORDER as an int, got %r"
-                            % (info.name, order))
-        found.append((order, info.name, name))
+        module = _exercise_module(name, info.name)
+        if module is not None:
+            found.append((module.ORDER, info.name, name))
     return [(ex_id, name) for _, ex_id, name in sorted(found)]
 
 
