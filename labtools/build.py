@@ -12,7 +12,7 @@ What goes into the output directory:
     wgsl/*.wgsl                 the shaders the pages fetch and compile
     wheels/nlpcore-<v>-py3-none-any.whl
                                 the Python package, unpacked into the page's Pythons by js/pyworker.js
-    vendor/pyodide/             the Pyodide runtime, NumPy, micropip and its dependencies only
+    vendor/pyodide/             the Pyodide runtime and NumPy only
     pyc/bundle.bin              the stdlib and NumPy modules a worker imports at boot, and nlpcore's, precompiled
                                 (labtools/pyc_bundle.py; left out without a CPython 3.8)
     vendor/{katex,codemirror,chartjs}/
@@ -54,7 +54,7 @@ NODE_MODULES = ROOT / "node_modules"
 PYODIDE_DIST = NODE_MODULES / "@pyodide" / "pyodide" / "dist"
 
 # The Pyodide packages the lab loads; their dependency closure is read from packages.json.
-PYODIDE_PACKAGES = ("numpy", "micropip")
+PYODIDE_PACKAGES = ("numpy",)  # the workers unpack the nlpcore wheel themselves (no micropip)
 # The runtime itself: the loader, the Emscripten module, the wasm binary and the
 # preloaded standard library file system, plus the package index the loader fetches.
 PYODIDE_RUNTIME = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "pyodide.asm.data",
