@@ -130,7 +130,10 @@ def test_the_wheel_carries_what_grading_needs(tmp_path):
     assert list(exported) == CONTRACT_IDS
     for ex in exported.values():
         for step in ex["steps"]:
-            assert step["statement"] and step["starter"] and step["solution"], (ex["id"], step["id"])
+            assert step["statement"] and step["starter"], (ex["id"], step["id"])
+            # a Predict step's solution is its answer: held back from the page's data
+            assert step["solution_held"] == (step["kind"] == "Predict"), (ex["id"], step["id"])
+            assert bool(step["solution"]) != step["solution_held"], (ex["id"], step["id"])
     assert exported["wgsl"]["steps"][1]["solution"] == shaders.text("flash_fwd.wgsl")
 
 

@@ -153,7 +153,8 @@ def test_export_site_data_is_plain_json():
     for e in back["exercises"]:
         assert e["ladder"] and e["steps"] and e["minutes"]
         for s in e["steps"]:
-            assert s["starter"] and s["solution"] and s["checks"]
+            assert s["starter"] and s["checks"]
+            assert (s["solution"] is None) == s["solution_held"] == (s["kind"] == "Predict")
     assert [s["number"] for s in back["lab"]] == list(range(1, len(back["lab"]) + 1))
 
 

@@ -4,7 +4,8 @@
  * {check id: status}, passed, at}); a wrong prediction's checks are drawn withheld (see
  * exercise-results.js) until the learner, after an attempt, asks for the answer (`revealed`,
  * which also counts as "solution viewed"). Once open, the box shows the first prediction beside
- * the checks' expected values. "Load solution" waits for an attempt too: it holds the answer.
+ * the checks' expected values. "Load solution" waits for an attempt too: it holds the answer,
+ * and the page's data does not carry it: Python sends it after the first prediction.
  *
  * An answer that is not one yet is refused, not recorded: the untouched starter (before any
  * grading), and a grade that Python refused (`refused`: its completeness check failed, e.g.
@@ -86,7 +87,28 @@ export function revealAnswer(ex, step) {
   noteStep("exercises", ex.id, step.id, {revealed: true, solution_viewed: true});
 }
 
-/* Load solution on a Predict step hands over the answer, so it waits for an attempt. */
+/* Load solution on a Predict step hands over the answer, so it waits for an attempt (and for
+ * the solution itself, which Python sends only then: fetchHeldSolution). Why it waits, or "". */
 export function solutionLocked(ex, step) {
-  return isPredict(step) && !stepRecord(ex.id, step.id).first;
+  if (!isPredict(step)) return "";
+  if (!stepRecord(ex.id, step.id).first) {
+    return "Load solution opens after your first prediction: the solution holds the answer.";
+  }
+  return step.solution ? "" : "Load solution opens once Python has sent the solution.";
+}
+
+const fetching = new Map();  // "<exercise>/<step>" -> the request for its held solution
+
+/* A Predict step's solution holds its answer, so the page's data leaves it out (`solution_held`,
+ * nlpcore.lab.model) and Python hands it over ("exercises.solution") only once a first
+ * prediction is recorded: nothing the page receives before then holds the answer. `then()`
+ * runs when it has arrived (into `step.solution`); a failed request is tried again next time. */
+export function fetchHeldSolution(runtime, ex, step, then) {
+  if (!isPredict(step) || !step.solution_held || step.solution || !stepRecord(ex.id, step.id).first) return;
+  const key = `${ex.id}/${step.id}`;
+  if (fetching.has(key)) return;
+  fetching.set(key, runtime.call("exercises.solution", {exercise: ex.id, step: step.id}).then((text) => {
+    step.solution = text;
+    then();
+  }, () => fetching.delete(key)));
 }

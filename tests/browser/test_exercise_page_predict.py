@@ -62,7 +62,8 @@ def test_untouched_and_incomplete_predictions_are_refused_and_not_recorded(page,
     assert state == "failed", text
     first = first_prediction(page, "ring", "predict")
     assert first and first["answer"] == {"bytes_sent": 12345, "peak_elements": 6789}
-    assert not page.is_disabled("[data-testid=load-solution]")
+    # the solution (it holds the answer) arrives from Python once the prediction is recorded
+    page.wait_for_selector("[data-testid=load-solution]:not([disabled])", timeout=30000)
     assert not page.is_visible("[data-testid=load-solution-why]")
 
 
@@ -72,3 +73,38 @@ def test_break_it_untouched_prediction_is_refused(page, site_url, browser_helper
     assert state == "refused" and "untouched starter" in text, text
     assert first_prediction(page, "break-it", "predict") is None
     assert page.locator("[data-testid=check]").count() == 0     # nothing graded, nothing scored
+
+
+def test_a_predict_steps_solution_reaches_the_page_only_after_the_first_prediction(page, site_url,
+                                                                                    browser_helpers):
+    """The solution of a Predict step is its answer: nothing the page receives before the first
+    prediction holds it (not data/exercises.json, whose step says solution_held); once a
+    prediction is recorded Python sends it, and Load solution puts it in the editor."""
+    step = lab.exercise("online-softmax").step("predict")
+    answer_line = "standard = 4 * N * N + 4 * N * d"
+    assert answer_line in step.solution
+    received = []
+
+    def keep(response):
+        kind = response.headers.get("content-type", "")
+        if any(t in kind for t in ("json", "javascript", "html", "text")):
+            received.append((response.url, response.text()))
+
+    page.on("response", keep)
+    open_step(page, site_url, browser_helpers, "online-softmax", "predict")
+    assert any(url.endswith("data/exercises.json") for url, _ in received), [u for u, _ in received]
+    assert not [url for url, body in received if answer_line in body]
+    data = page.evaluate("fetch('data/exercises.json').then(r => r.json())")
+    held = next(s for e in data["exercises"] if e["id"] == "online-softmax" for s in e["steps"] if s["id"] == "predict")
+    assert held["solution"] is None and held["solution_held"] is True
+    assert page.is_disabled("[data-testid=load-solution]")
+
+    wrong = step.starter.replace("standard = None", "standard = 1000").replace("flash = None", "flash = 1000")
+    state, text = submit(page, wrong)
+    assert state == "failed", text
+    assert first_prediction(page, "online-softmax", "predict")
+    page.wait_for_selector("[data-testid=load-solution]:not([disabled])", timeout=30000)
+    page.click("[data-testid=load-solution]")
+    page.click("[data-testid=confirm-replace-yes]")
+    editor = page.evaluate("document.querySelector('#editor-host .CodeMirror').CodeMirror.getValue()")
+    assert editor == step.solution

@@ -281,7 +281,11 @@ class Exercise:
             "ladder": [s.kind for s in self.steps],
             "steps": [{
                 "id": s.id, "kind": s.kind, "title": s.title, "minutes": s.minutes,
-                "statement": s.statement, "starter": s.starter, "solution": s.solution,
+                "statement": s.statement, "starter": s.starter,
+                # A Predict step's solution is its answer: not sent with the page's data; the
+                # page asks Python for it once a first prediction is recorded (solution_held).
+                "solution": None if s.kind == "Predict" else s.solution,
+                "solution_held": s.kind == "Predict",
                 "hints": list(s.hints), "record": list(s.record), "language": s.language,
                 "checks": [{"id": c.id, "title": c.title, "runner": c.runner,
                             "command": c.command, "explain": c.explain} for c in s.checks],

@@ -1,6 +1,11 @@
 """The exercise pages' door into Python (called through :func:`nlpcore.web.call`).
 
     exercises.catalog()                                  -> ids, titles, steps (summary)
+    exercises.prepare(exercise)                          -> its step ids, once its graders are
+                                                            imported (the judge's boot)
+    exercises.solution(exercise, step)                   -> the step's reference solution (a
+                                                            Predict step's is left out of the
+                                                            page's data: it holds the answer)
     exercises.collect(exercise, step, code, only=None, seed=None)
                                                          -> {phase, restored}: the learner's half of a
                                                             grade (the worker that runs learner code;
@@ -42,7 +47,7 @@ from typing import Any, Dict, Optional
 from .. import lab
 from ..lab import guided, session, verdict, wire
 
-__all__ = ["catalog", "grade", "collect", "judge", "conclude", "scratch", "verify", "lab_check",
+__all__ = ["catalog", "prepare", "solution", "grade", "collect", "judge", "conclude", "scratch", "verify", "lab_check",
            "lab_timing_spec"]
 
 LEARNER_FILE = "<your code>"  # the file name session.load_learner compiles the learner's code as
@@ -62,6 +67,19 @@ def catalog() -> list:
     """[{id, title, tier, minutes, steps: [step ids]}] of the exercises in this build."""
     return [{"id": ex.id, "title": ex.title, "tier": ex.tier, "minutes": ex.minutes,
              "steps": [s.id for s in ex.steps]} for ex in lab.exercises()]
+
+
+def prepare(exercise: str) -> list:
+    """Build one exercise, importing its graders and no other exercise's (the judge worker does
+    it while it boots, so that the first grade does not); returns its step ids."""
+    return [s.id for s in lab.exercise(_str(exercise, "exercise")).steps]
+
+
+def solution(exercise: str, step: str) -> str:
+    """The reference solution of one step. A Predict step's holds the answer, so the build
+    leaves it out of data/exercises.json (``solution_held``, Exercise.to_data) and the page asks
+    for it here only once the learner's first prediction is recorded (js/exercise-predict.js)."""
+    return lab.exercise(_str(exercise, "exercise")).step(_str(step, "step")).solution
 
 
 def grade(exercise: str, step: str, code: str) -> Dict[str, Any]:
