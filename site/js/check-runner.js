@@ -21,7 +21,9 @@
 import {expectJudge, getJudge} from "./runtime.js";
 
 export const TIME_LIMIT_MS = 10000;
-expectJudge();  // runtime.js boots the judge beside the learner's worker (its BOOT ORDER)
+// runtime.js boots the judge beside the learner's worker (its BOOT ORDER), with the graders of
+// the page's exercise (exercise.html?id=<id>) imported.
+expectJudge(new URLSearchParams(globalThis.location ? globalThis.location.search : "").get("id"));
 const runners = new Map();
 
 /* Registers `run(job) -> Promise<outputs>` for checks whose runner is `name`. */
@@ -58,7 +60,9 @@ async function runJob(c) {
   }
 }
 
-/* One grade: {passed, checks, stdout, stderr, traceback, record, report, elapsed_ms, seed, ...}.
+/* One grade: {passed, checks, stdout, stderr, traceback, record, report, elapsed_ms, seed, ...},
+ * and `page_ms`: the time its pending checks ran in this page (e.g. compiling and running a
+ * shader with WebGPU), which is neither Python's time nor a wait for a worker.
  * The learner worker runs the code and collects its outputs as data; the judge worker computes
  * the verdicts; pending checks run here and go back to the judge, which applies every rule.
  * `only`: check ids to run alone, in both workers (the grade then holds just those and never
@@ -68,10 +72,27 @@ export async function grade(runtime, {exercise, step, code, only = null, seed = 
   const {phase} = await runtime.call("exercises.collect", {exercise, step, code, only, seed}, {timeoutMs: TIME_LIMIT_MS});
   const out = await judge.call("exercises.judge", {exercise, step, phase}, {timeoutMs: TIME_LIMIT_MS});
   const pending = out.checks.filter((c) => c.status === "pending");
-  if (!pending.length) return out;
+  if (!pending.length) return {...out, page_ms: 0};
   const ran = {};
+  const started = performance.now();
   for (const c of pending) ran[c.id] = await runJob(c);
-  return judge.call("exercises.conclude", {exercise, step, code, grade: out, ran}, {timeoutMs: TIME_LIMIT_MS});
+  const pageMs = performance.now() - started;
+  const done = await judge.call("exercises.conclude", {exercise, step, code, grade: out, ran}, {timeoutMs: TIME_LIMIT_MS});
+  return {...done, page_ms: pageMs};
+}
+
+/* The page's warm-up before it says "ready": one collect in the learner's worker (the graders
+ * imported, the sandbox's snapshot taken) of the step's reference solution where that is
+ * harmless -- a Python step that is not a Predict step (a Predict step's solution is its answer,
+ * and what a collect returns passes through the page) -- else of its starter; then, without
+ * waiting for it, the judge judges what came back. A solution runs every check's code paths
+ * (NumPy's WebAssembly compiled on first use, shared by both workers), so the first grade the
+ * learner asks for costs what later ones do. Resolves when the learner's part is done. */
+export async function warmUp(runtime, exercise, step) {
+  const solved = (step.language || "python") === "python" && step.kind !== "Predict" && step.solution;
+  const code = solved ? step.solution : step.starter || "";
+  const {phase} = await runtime.call("exercises.collect", {exercise, step: step.id, code}, {timeoutMs: 60000});
+  getJudge().call("exercises.judge", {exercise, step: step.id, phase}, {timeoutMs: 60000}).catch(() => {});
 }
 
 /* True for the error a run that overran the time limit rejects with. */

@@ -127,15 +127,23 @@ export function showRunning() {
   $("results-summary").dataset.state = "running";
 }
 
+/* The part of a grade's round trip spent neither in Python nor running its checks in this page
+ * (`page_ms`, js/check-runner.js): starting or waiting for a Python worker, and the messages. */
+export const workerWait = (out, roundTripMs) => Math.max(0, roundTripMs - out.elapsed_ms - (out.page_ms || 0));
+
 /* Why a grade took over a second, from the grade's own timings: the checks that took most of
- * it (each check's `ms`: its part in the learner's worker plus its judging), or the wait for a
- * Python worker (the round trip minus the time Python spent). Empty under a second. */
+ * it (each check's `ms`: its part in the learner's worker plus its judging), the checks run in
+ * this page (WebGPU), or the wait for a Python worker. Empty under a second. */
 export function slowReason(out, graded, roundTripMs) {
   if (!(roundTripMs > 1000)) return "";
   const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
-  const waited = roundTripMs - out.elapsed_ms;
+  const waited = workerWait(out, roundTripMs);
   if (waited > roundTripMs / 2) {
     return ` Over a second: ${secs(waited)} of it went to starting or waiting for a Python worker.`;
+  }
+  if (out.page_ms > roundTripMs / 2) {
+    return ` Over a second: ${secs(out.page_ms)} of it went to the checks run in this page with ` +
+        "WebGPU (the first run of a shader compiles its pipelines; on a CPU adapter that takes seconds).";
   }
   const slow = graded.filter((c) => c.ms > 0).sort((a, b) => b.ms - a.ms).slice(0, 2);
   if (!slow.length) return "";
@@ -168,6 +176,8 @@ export function renderResults(out, roundTripMs, withhold, {refused = null, shown
   }
   summary.dataset.elapsedMs = String(out.elapsed_ms);
   summary.dataset.roundTripMs = String(Math.round(roundTripMs));
+  summary.dataset.pageMs = String(Math.round(out.page_ms || 0));
+  summary.dataset.workerWaitMs = String(Math.round(workerWait(out, roundTripMs)));
   list.dataset.state = "done";
   const report = $("report");
   report.replaceChildren();

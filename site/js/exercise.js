@@ -32,12 +32,12 @@ import {renderMath} from "./katex-render.js";
 import {renderMarkdown} from "./md.js";
 import {createEditor} from "./editor.js";
 import {el} from "./dom.js";
-import {TIME_LIMIT_MS, grade, overran} from "./check-runner.js";
+import {TIME_LIMIT_MS, grade, overran, warmUp} from "./check-runner.js";
 import {DraftSaver, clockTime, dropKeptDraft, keepDraft, keptDraft, savedDraft} from "./exercise-drafts.js";
 import {clearResults, renderFailure, renderResults, showRefused, showRunOutput, showRunning}
   from "./exercise-results.js";
-import {incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox, solutionLocked,
-        untouchedRefusal, withholding} from "./exercise-predict.js";
+import {fetchHeldSolution, incompleteRefusal, recordFirstPrediction, revealAnswer, showPredictBox,
+        solutionLocked, untouchedRefusal, withholding} from "./exercise-predict.js";
 import {codeProblem, describeProblem, showRuntimeNote} from "./python-version.js";
 import {mountWorkFile} from "./work-file.js";
 import {ScratchCell} from "./exercise-scratch.js";
@@ -350,13 +350,12 @@ function nextTodo() {
 }
 
 function updateLoadSolution() {
-  const button = $("load-solution");
-  const locked = solutionLocked(state.ex, state.step);
-  button.disabled = locked;
+  const why = solutionLocked(state.ex, state.step);  // a Predict step's, before a prediction
+  $("load-solution").disabled = Boolean(why);
   // Said beside the button, not only in a title: a disabled button takes no focus or hover.
-  const why = locked ? "Load solution opens after your first prediction: the solution holds the answer." : "";
-  button.title = $("load-solution-why").textContent = why;
-  $("load-solution-why").hidden = !locked;
+  $("load-solution").title = $("load-solution-why").textContent = why;
+  $("load-solution-why").hidden = !why;
+  fetchHeldSolution(runtime, state.ex, state.step, updateLoadSolution);
 }
 
 function onRevealAnswer() {
@@ -468,15 +467,13 @@ async function runChecks() {
   }
 }
 
-
 function watchRuntime() {
   const status = $("runtime-status");
   status.dataset.state = "loading";
   status.textContent = "Starting Python…";
   $("run-checks").disabled = true;
-  // Ready means a warm-up collect of the step's starter ran (graders imported, first-use costs paid).
-  const warmUp = {exercise: state.ex.id, step: state.step.id, code: state.step.starter || ""};
-  runtime.ready.then(() => runtime.call("exercises.collect", warmUp, {timeoutMs: 60000})).then(() => {
+  // Ready means the learner's worker ran a warm-up collect (check-runner.js: first-use costs paid).
+  runtime.ready.then(() => warmUp(runtime, state.ex.id, state.step)).then(() => {
     status.dataset.state = "ready";
     status.textContent = "Python is ready.";
     $("run-checks").disabled = state.running;

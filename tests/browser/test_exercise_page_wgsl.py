@@ -64,6 +64,14 @@ def test_wgsl_exercise_end_to_end(page, site_url, browser_helpers):
         statuses = run_checks(page)
         assert statuses == {c.id: "pass" for c in step.checks}, page.inner_text("#results")
         assert page.get_attribute(f"[data-testid=step-tab][data-step={step.id}]", "data-done") == "1"
+        # The grade's time in this page (WebGPU: the first run of a shader compiles its
+        # pipelines, seconds on SwiftShader) is told apart from a wait for a Python worker, which
+        # the first grade after ready must not report (both workers are up).
+        summary = page.locator("[data-testid=results-summary]")
+        page_ms = float(summary.get_attribute("data-page-ms"))
+        wait_ms = float(summary.get_attribute("data-worker-wait-ms"))
+        assert page_ms > 0 and wait_ms < page_ms, (page_ms, wait_ms, summary.inner_text())
+        assert "waiting for a Python worker" not in summary.inner_text()
         gpu_check = next(c.id for c in step.checks if c.runner == "webgpu")
         text = message(page, gpu_check)
         assert "max |Δ| o =" in text and "tolerance" in text and "Nq=" in text, text
