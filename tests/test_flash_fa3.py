@@ -149,6 +149,25 @@ def test_three_consumer_variant_compiles_for_sm90a():
     assert "wgmma.mma_async" in proc.stdout and "cp.async.bulk.tensor.3d" in proc.stdout
 
 
+@pytest.mark.skipif(not _gluon_hopper(), reason="this Triton has no Gluon Hopper API (Triton >= 3.6)")
+def test_cross_item_variant_compiles_and_fits():
+    """Cross-item overlap (two Q buffers per consumer) at d = 128: Q x 2, O and the two-slot K/V
+    ring use 224 KiB of the 227 a program may have, and the compiled kernel says the same."""
+    from nlpcore.kernels import flash_fa3_gluon as kern
+
+    assert kern.fits(128, 128, 2, True, 2, q_bufs=2) and not kern.fits(128, 128, 3, True, 2, q_bufs=2)
+    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
+    code = ("import sys; from nlpcore.kernels import flash_fa3_gluon as k; "
+            "c = k.compile_for_hopper(128, 'bf16', causal=True, cross=True); "
+            "sys.stdout.write(str(c.metadata.shared) + '\\n' + c.asm['ptx'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shared, ptx = proc.stdout.split("\n", 1)
+    assert 224 * 1024 <= int(shared) <= kern.SMEM_BYTES, shared
+    assert "wgmma.wait_group.sync.aligned 1" in ptx and "cp.async.bulk.tensor.3d" in ptx
+
+
 def _generated(text, marker):
     start = text.index("<!-- generated table: " + marker)
     start = text.index("\n", start) + 1
