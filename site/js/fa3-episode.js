@@ -199,7 +199,7 @@ function standing(rec) {
 // A candidate's name in bench/fa3_h200_variants.py, in words.
 const PARTS = [["2wg", "two warpgroups"], ["3wg", "three warpgroups"], ["_nopp", "no ping-pong"],
   ["_item", "one program per item"], ["_bal", "longest first"], ["_snake", "snake order"], ["_kvf", "fused K/V barriers"],
-  ["_n64", "64-key tiles"], ["_s3", "3-slot ring"]];
+  ["_n64", "64-key tiles"], ["_s3", "3-slot ring"], ["_q2", "two Q buffers"], ["_x", "cross-item overlap"]];
 const describe = (name) => PARTS.filter(([p]) => name.includes(p)).map(([, words]) => words).join(", ");
 const shapeText = (r) => `d = ${r.d}, N = ${r.n}${r.causal ? ", causal" : ""}`;
 
