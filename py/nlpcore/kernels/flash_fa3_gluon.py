@@ -355,110 +355,24 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
               qk_scale, WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
               CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
               NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr, SNAKE: gl.constexpr,
-              KV_FUSED: gl.constexpr, Q_BUFS: gl.constexpr, CROSS: gl.constexpr):
+              KV_FUSED: gl.constexpr, Q_BUFS: gl.constexpr):
     """Consumer warpgroup WG (WARP_SPEC): the work items of this program, one after another.
     Item n's Q is in buffer n % Q_BUFS (two: the producer loads the next item's Q, and then
-    its first K and V, while this one runs). CROSS: with cross-item overlap instead."""
-    if CROSS:
-        _consumer_chained(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
-                          k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
-                          qk_scale, WG, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                          BALANCE, SNAKE)
-    else:
-        c = 0  # ring position, as the producer counts it
-        # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
-        # fresh barrier); each other warpgroup waits for the hand-over of the one before it.
-        turn_phase = 1 if WG == 0 else 0
-        for n_done in range(_n_items(n_tiles, SNAKE)):
-            bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
-                                        NUM_CONSUMERS * WG_ROWS, BLOCK_N)
-            q_idx = (n_done % Q_BUFS) * NUM_CONSUMERS + WG
-            turn_phase = _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
-                                        q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, bh, off_m,
-                                        n_ctx, n_blocks, qk_scale, c, q_idx, (n_done // Q_BUFS) & 1, turn_phase,
-                                        WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False,
-                                        NUM_CONSUMERS, KV_FUSED)
-            c += n_blocks
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _consumer_chained(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
-                      q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh,
-                      n_ctx, qk_scale, WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-                      STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
-                      OVERLAP: gl.constexpr, NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr,
-                      SNAKE: gl.constexpr):
-    """Consumer warpgroup WG with cross-item overlap (CROSS; two Q buffers): the items of this
-    program as one stream of key tiles. Between item n and n+1 the next item's S0 = Q' K0'ᵀ
-    is issued with item n's last O += P V, and its softmax runs under that product; item n's
-    normalisation and store follow. (Without it each item starts with S0 alone and ends with
-    the last P V alone, which at N = 1024, 4 to 8 key tiles an item, is a large share.)"""
-    BLOCK_M: gl.constexpr = NUM_CONSUMERS * WG_ROWS
-    s_layout: gl.constexpr = _mma_layout(BLOCK_N, 4)
-    o_layout: gl.constexpr = _mma_layout(HEAD_DIM, 4)
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    n_items = _n_items(n_tiles, SNAKE)
+    its first K and V, while this one runs)."""
+    c = 0  # ring position, as the producer counts it
+    # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
+    # fresh barrier); each other warpgroup waits for the hand-over of the one before it.
     turn_phase = 1 if WG == 0 else 0
-    c = 0  # ring position of the current item's first key tile
-    bh, off_m, n_blocks = _tile(_item(0, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE, BLOCK_M, BLOCK_N)
-    mbarrier.wait(q_ready.index(WG), 0)
-    p_op, m_i, l_i, turn_phase = _first_tile(q_smem.index(WG).reshape([WG_ROWS, HEAD_DIM]), k_desc, k_smem,
-                                             k_ready, k_empty, turn, bh, off_m + WG * WG_ROWS, n_ctx, n_blocks,
-                                             qk_scale, c, turn_phase, WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL,
-                                             PINGPONG, False, NUM_CONSUMERS, False)
-    for n_done in range(n_items):
-        q_idx = (n_done % 2) * NUM_CONSUMERS + WG
-        q_row0 = off_m + WG * WG_ROWS
-        acc = gl.zeros([WG_ROWS, HEAD_DIM], gl.float32, layout=o_layout)
-        acc, p_op, m_i, l_i, turn_phase = _key_tiles(q_smem.index(q_idx).reshape([WG_ROWS, HEAD_DIM]), k_desc,
-                                                     v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty,
-                                                     turn, acc, p_op, m_i, l_i, bh, q_row0, n_ctx, n_blocks,
-                                                     qk_scale, c, turn_phase, WG, 4, BLOCK_N, HEAD_DIM, STAGES,
-                                                     CAUSAL, PINGPONG, OVERLAP, False, NUM_CONSUMERS, False)
-        last = c + n_blocks - 1  # ring position of this item's last V
-        v_last = v_smem.index(last % STAGES).reshape([BLOCK_N, HEAD_DIM])
-        mbarrier.wait(v_ready.index(last % STAGES), (last // STAGES) & 1)
-        nxt_bh, nxt_m, nxt_blocks = _tile(_item(n_done + 1, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
-                                          BLOCK_M, BLOCK_N)
-        p_nxt = p_op  # (the next item's P0 as wgmma's operand; stays p_op after the last item)
-        m_nxt = m_i
-        l_nxt = l_i
-        if n_done + 1 < n_items:  # the next item's S0 with this one's last P V
-            nq = ((n_done + 1) % 2) * NUM_CONSUMERS + WG
-            slot = (last + 1) % STAGES
-            mbarrier.wait(q_ready.index(nq), ((n_done + 1) // 2) & 1)
-            mbarrier.wait(k_ready.index(slot), ((last + 1) // STAGES) & 1)
-            if PINGPONG:
-                mbarrier.wait(turn.index(WG), turn_phase)
-                turn_phase ^= 1
-            s_tok = warpgroup_mma(q_smem.index(nq).reshape([WG_ROWS, HEAD_DIM]),
-                                  k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
-                                  gl.zeros([WG_ROWS, BLOCK_N], gl.float32, layout=s_layout), use_acc=False,
-                                  is_async=True)
-            o_tok = warpgroup_mma(p_op, v_last, acc, is_async=True)
-            if PINGPONG:
-                mbarrier.arrive(turn.index((WG + 1) % NUM_CONSUMERS))
-            s = warpgroup_mma_wait(1, deps=(s_tok,))
-            mbarrier.arrive(k_empty.index(slot))
-            p, m_nxt, l_nxt, alpha = _softmax_step(
-                s, gl.full([WG_ROWS], -float("inf"), gl.float32, layout=gl.SliceLayout(1, s_layout)),
-                gl.zeros([WG_ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout)), 0, nxt_m + WG * WG_ROWS,
-                n_ctx, qk_scale, CAUSAL, WG_ROWS, BLOCK_N, s_layout)
-            p_nxt = gl.convert_layout(p.to(k_desc.dtype), p_layout)
-            acc, p_op = warpgroup_mma_wait(0, deps=(o_tok, p_op))  # keeps P's registers until P V is done
-        else:  # the program's last item: its last P V alone
-            acc = warpgroup_mma_wait(0, deps=(warpgroup_mma(p_op, v_last, acc, is_async=True),))
-        mbarrier.arrive(v_empty.index(last % STAGES))
-        mbarrier.arrive(q_empty.index(q_idx))  # the producer may load item n+2's Q here
-        _store_o(o_desc, lse_ptr, o_smem, acc, m_i, l_i, bh, q_row0, n_ctx, WG, 4, BLOCK_N, HEAD_DIM)
-        p_op = p_nxt
-        m_i = m_nxt
-        l_i = l_nxt
-        c = last + 1
-        bh = nxt_bh
-        off_m = nxt_m
-        n_blocks = nxt_blocks
+    for n_done in range(_n_items(n_tiles, SNAKE)):
+        bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
+                                    NUM_CONSUMERS * WG_ROWS, BLOCK_N)
+        q_idx = (n_done % Q_BUFS) * NUM_CONSUMERS + WG
+        turn_phase = _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
+                                    q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, bh, off_m,
+                                    n_ctx, n_blocks, qk_scale, c, q_idx, (n_done // Q_BUFS) & 1, turn_phase,
+                                    WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False,
+                                    NUM_CONSUMERS, KV_FUSED)
+        c += n_blocks
     tma.store_wait(0)
 
 
@@ -468,8 +382,7 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                    CAUSAL: gl.constexpr, WARP_SPEC: gl.constexpr, PINGPONG: gl.constexpr,
                    OVERLAP: gl.constexpr, NUM_CONSUMERS: gl.constexpr = 2, BALANCE: gl.constexpr = False,
-                   SNAKE: gl.constexpr = False, KV_FUSED: gl.constexpr = False, Q_BUFS: gl.constexpr = 1,
-                   CROSS: gl.constexpr = False):
+                   SNAKE: gl.constexpr = False, KV_FUSED: gl.constexpr = False, Q_BUFS: gl.constexpr = 1):
     # q_desc, o_desc: tiles (1, 64, d) with WARP_SPEC, else (1, 128, d) of (B·H, N, d)
     # k_desc, v_desc: tiles (1, Bc, d);  lse_ptr: fp32 (B·H, N);  n_bh = B·H
     # The grid is 1-d. One program per work item, or (persistent, WARP_SPEC only) one per SM,
@@ -478,7 +391,7 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
     # rows; BALANCE: causal items longest first across heads; SNAKE: items dealt to the
     # persistent programs in a snake; KV_FUSED: one ready and one empty barrier per ring slot
     # for K and V together; Q_BUFS: Q tiles per consumer (2: the next item's Q loads during this
-    # one); CROSS (needs Q_BUFS = 2): cross-item overlap in the consumers (_consumer_chained).
+    # one).
     NUM_Q: gl.constexpr = NUM_CONSUMERS * Q_BUFS if WARP_SPEC else 1
     BLOCK_M: gl.constexpr = NUM_CONSUMERS * WG_ROWS if WARP_SPEC else 2 * WG_ROWS  # query rows per item
     n_mblocks = (n_ctx + BLOCK_M - 1) // BLOCK_M
@@ -517,11 +430,11 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                 [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, CROSS)),  # consumer warpgroup 0
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),  # consumer warpgroup 0
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, CROSS)),  # consumer warpgroup 1
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),  # consumer warpgroup 1
                  (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
                               q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
                               BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED, Q_BUFS))],  # the producer warp
@@ -531,15 +444,15 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                 [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, CROSS)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, CROSS)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 2, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, CROSS)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
                  (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
                               q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
                               BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED, Q_BUFS))],
@@ -581,7 +494,7 @@ def layouts(head_dim, dtype_name, warp_spec, block_n):
 
 def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=True, pingpong=True,
                        overlap=True, block_n=128, stages=2, consumers=2, balance=False, kv_fused=False,
-                       q_bufs=1, cross=False, snake=False):
+                       q_bufs=1, snake=False):
     """Compile the kernel for sm_90a without a GPU (to read its PTX and check its structure)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -594,12 +507,11 @@ def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=
                  "n_ctx": "i32", "n_bh": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
                  "STAGES": "constexpr", "CAUSAL": "constexpr", "WARP_SPEC": "constexpr",
                  "PINGPONG": "constexpr", "OVERLAP": "constexpr", "NUM_CONSUMERS": "constexpr",
-                 "BALANCE": "constexpr", "SNAKE": "constexpr", "KV_FUSED": "constexpr", "Q_BUFS": "constexpr",
-                 "CROSS": "constexpr"}
+                 "BALANCE": "constexpr", "SNAKE": "constexpr", "KV_FUSED": "constexpr", "Q_BUFS": "constexpr"}
     constexprs = {"HEAD_DIM": head_dim, "BLOCK_N": block_n, "STAGES": stages, "CAUSAL": causal,
                   "WARP_SPEC": warp_spec, "PINGPONG": pingpong and warp_spec, "OVERLAP": overlap,
                   "NUM_CONSUMERS": consumers if warp_spec else 2, "BALANCE": balance, "SNAKE": balance or snake,
-                  "KV_FUSED": kv_fused and warp_spec, "Q_BUFS": 2 if cross else q_bufs, "CROSS": cross}
+                  "KV_FUSED": kv_fused and warp_spec, "Q_BUFS": q_bufs}
     src = GluonASTSource(fa3_fwd_kernel, signature, constexprs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": 4 if warp_spec else 8})
