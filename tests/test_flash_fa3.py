@@ -191,6 +191,25 @@ def test_choice_table_is_the_sweeps_rule():
         assert flash_fa3.choose(row["d"], row["causal"], row["n"]) == flash_fa3.Variant(**row["fwd"][name]["variant"])
 
 
+def test_withdrawn_variants_are_skipped_alike_in_python_and_on_the_page():
+    """The rule and Episode 5's sweep table skip the same withdrawn Variant fields, and a
+    withdrawn field is one the kernel's Variant no longer has."""
+    import dataclasses
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import fa3_h200_variants as sweep
+    finally:
+        sys.path.pop(0)
+    js = (ROOT / "site" / "js" / "fa3-episode.js").read_text(encoding="utf-8")
+    listed = re.search(r"const WITHDRAWN = \[([^\]]*)\]", js).group(1)
+    assert sorted(re.findall(r'"(\w+)"', listed)) == sorted(sweep.WITHDRAWN)
+    assert not set(sweep.WITHDRAWN) & {f.name for f in dataclasses.fields(flash_fa3.Variant)}
+    record = json.loads((ROOT / "bench" / "results" / "fa3_h200_variants_run6.json").read_text(encoding="utf-8"))
+    for row in record["rows"]:
+        assert "cross" not in row["fwd"][sweep.best(row)]["variant"], (row["d"], row["n"], row["causal"])
+
+
 @pytest.mark.parametrize("marker, script, record", [
     ("triton_h200.py --markdown-fa3", "triton_h200.py", "triton_h200.json"),
     ("fa3_h200.py --markdown bench/results/fa3_h200.json", "fa3_h200.py", "fa3_h200.json"),

@@ -30,7 +30,8 @@ one program per item or, with WARP_SPEC, persistent: one program per SM that tak
 in rounds (``_n_items``, ``_item``; with SNAKE odd rounds are dealt in reverse, which evens out
 causal items of unequal cost); the ring positions and barrier phases then carry on from item
 to item, Q has its own "empty" barrier and O its own shared tile, so the next item's loads
-start during this one's epilogue. Which launch runs at which shape is flash_fa3.CHOICES,
+start during this one's epilogue — or, with two Q buffers per consumer (``Q_BUFS``), while
+this item still runs. Which launch runs at which shape is flash_fa3.CHOICES,
 measured on the H200; bench/FA3.md has what each technique and launch buys.
 
 Per consumer warpgroup, with the overlap (S = scores, P = probabilities, O = accumulator)::
