@@ -32,6 +32,8 @@ worker after any grade whose restore had something to undo (site/js/runtime.js).
 from __future__ import annotations
 
 import builtins
+import itertools
+import operator
 import sys
 import types
 import warnings
@@ -289,17 +291,28 @@ _EMPTY = _Empty()
 
 
 def _same_dict(current: dict, saved: dict, volatile=frozenset()) -> bool:
-    if len(current) != len(saved) and not volatile:
-        return False
+    """Whether ``current`` binds exactly ``saved``'s keys to the very same objects (``volatile``
+    keys aside). Without volatile keys the values are compared by identity in C: the snapshot's
+    thousands of records are compared after every grade."""
+    if not volatile:
+        return len(current) == len(saved) and _same_objects(current, saved)
     for key, value in saved.items():
         if current.get(key, _EMPTY) is not value:
             return False
     return not any(k not in saved and k not in volatile for k in current)
 
 
+def _same_objects(current, saved: dict, _is=operator.is_, _all=all, _map=map,
+                  _repeat=itertools.repeat) -> bool:
+    """Whether every key of ``saved`` is bound in ``current`` (a dict or a class's mapping
+    proxy) to the same object (functions bound when this module was imported, as in
+    Snapshot.repair_builtins)."""
+    return _all(_map(_is, _map(current.get, saved, _repeat(_EMPTY)), saved.values()))
+
+
 def _only_grew(current: dict, saved: dict) -> bool:
     """Whether ``current`` is ``saved`` plus new keys (every saved entry still the same object)."""
-    return all(current.get(key, _EMPTY) is value for key, value in saved.items())
+    return _same_objects(current, saved)
 
 
 def _put_back(current: dict, saved: dict, volatile=frozenset()):
