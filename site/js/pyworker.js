@@ -20,7 +20,8 @@
  *
  * Started as pyworker.js?role=judge, the worker is a grade's judge: it answers only the calls
  * that judge (JUDGE_CALLS), none of which runs learner code, so its Python never sees any. It is
- * ready with the graders imported, so the first grade costs only grading.
+ * ready with the graders imported (those of the page's exercise, pyworker.js?role=judge&exercise=
+ * <id>, or every exercise's), so the first grade costs only grading.
  */
 "use strict";
 
@@ -140,8 +141,9 @@ function instantiateWasm(imports, receiveInstance) {
 // ---- precompiled bytecode ------------------------------------------------------------------
 
 // pyc/bundle.bin (labtools/pyc_bundle.py): the standard library and NumPy modules a boot imports,
-// compiled at build time as unchecked hash-based pycs, written into this worker's file system
-// before Python starts; Pyodide would otherwise compile each from source (sys.dont_write_bytecode).
+// and nlpcore's (beside the sources the wheel unpacks), compiled at build time as unchecked
+// hash-based pycs, written into this worker's file system before Python starts; Pyodide would
+// otherwise compile each from source (sys.dont_write_bytecode).
 // Without the file (a build without CPython 3.8) Python compiles them as it always did.
 const pycBundle = fetch(new URL("pyc/bundle.bin", SITE).href)
   .then((response) => (response.ok ? response.arrayBuffer() : null), () => null);
