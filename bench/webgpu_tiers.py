@@ -243,8 +243,10 @@ def _one(engine, ops, tier, d, h, n, causal, limits, subgroup_size, repeats, log
 
 
 VARIANTS = (
-    ("int8", "plan_for's plan, main pass alone (the three quantisation passes left out of the time)", {}, True),
-    ("int8", "br=64, bc=32 (twice the keys per tile, half the rows)", {"br": 64, "bc": 32}, False),
+    ("int8", "plan_for's plan, main pass alone (the four quantisation passes left out of the time)", {}, True),
+    ("int8", "br=64, bc=32 (half the keys per tile)", {"br": 64, "bc": 32}, False),
+    ("int8", "br=32, bc=64 (one subgroup per workgroup)", {"br": 32, "bc": 64}, False),
+    ("int8", "br=32, bc=128 (one subgroup, twice the keys per tile)", {"br": 32, "bc": 128}, False),
     ("f16", "bc=56 (the key tile float16 staging allows in 16384 bytes, past UNROLL_BLOCK)", {"bc": 56}, False),
     ("portable", "bc=16", {"bc": 16}, False),
 )

@@ -70,9 +70,21 @@
 // (a multiple of 32), D (a multiple of 32), DV (a multiple of 16), KS. The workgroup has BR·KS
 // invocations, a multiple of the adapter's largest subgroup.
 //
-// Workgroup memory (main):  s_tile [S_TILE = BR·BC] i32  S_ij before scaling
-//                           p_tile [P_WORDS = BR·BC/4] i32  P8, four int8 a word, row-major
-//                           pv_tile [PV_TILE = BR·DV] i32  PV_ij before scaling
+// Workgroup memory (main):  s_tile [S_TILE = BR·BC] i32  S_ij before scaling, column-major
+//                           p_tile [P_WORDS = BR·P_STRIDE/4] i32  P8, four int8 a word, row-major,
+//                                  P_STRIDE = BC + 16 int8 a row
+//                           pv_tile [PV_TILE = BR·DV] i32  PV_ij before scaling, column-major
+//
+// Banks. Workgroup memory has 32 banks of 4 bytes; the 32 invocations of a subgroup, one query
+// row each, must not hit one bank with different addresses, or their accesses are served one
+// after the other. A row-major score tile of 64 keys puts every row's key g in one bank (a
+// 32-way conflict on each read of the softmax; the first version of this kernel, laid out so,
+// ran at 6.8 TFLOP/s, probe of 2026-12-02): S_ij and PV_ij are therefore stored column-major
+// (the subgroup matrices store either way), so that invocation r reads word g·BR + r, a
+// different bank for each row. P8 must be row-major for the left operand (or the four int8 of
+// a word would belong to four rows): its rows are padded to P_STRIDE = BC + 16 int8 (the
+// matrices load rows 16-byte aligned), and row r takes its key groups from (r / 8 mod 4)·4 on,
+// so the words the 32 rows write at once fall in 32 banks.
 // Global memory, row-major, b = workgroup_id.z:
 //   q (B, Nq, D) f32   k (B, Nk, D) f32   v (B, Nk, DV) f32   o (B, Nq, DV) f32   lse (B, Nq) f32
 //   q8 (B, Tr·BR, D), k8 (B, Tc·BC, D) and v8 (B, Tc·BC, DV) int8, four a word (little-endian),
@@ -101,9 +113,12 @@ const LOG_P_LEVELS: f32 = 4.8441871;
 // writes these three lines from the plan (flash_wgsl_int8.source); the values here are the plan
 // for d = 64 on the H200 (BR = 64, BC = 64, DV = 64).
 const S_TILE: u32 = 4096u;
-const P_WORDS: u32 = 1024u;
+const P_WORDS: u32 = 1280u;
 const PV_TILE: u32 = 4096u;
 // --- tile arrays end ---
+
+// int8 a row of p_tile: BC padded by 16 (see "Banks").
+const P_PAD: u32 = 16u;
 
 // #include flash_fwd.wgsl sizes
 
@@ -139,6 +154,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   let dq = q_scale[b * t_r + i] * params.scale;
   let sg = t / sg_size;                    // this invocation's subgroup
   let n_sg = (BR * KS) / sg_size;
+  let p_stride = BC + P_PAD;               // int8 a row of p_tile
 
   // No q in registers (the tensor cores read Q8); o = 0, m = MASKED_SCORE, l = 0.
   var o_reg = Chunk();
@@ -170,7 +186,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
         let kb = subgroupMatrixLoad<subgroup_matrix_right<i8, 16, 32>>(&k8, (b * k_rows + k0 + c0) * D + kk, true, D);
         acc = subgroupMatrixMultiplyAccumulate(qa, kb, acc);
       }
-      subgroupMatrixStore(&s_tile, r0 * BC + c0, acc, false, BC);
+      subgroupMatrixStore(&s_tile, c0 * BR + r0, acc, true, BR);   // column-major: see "Banks"
     }
     // --- S_ij on subgroup matrices end ---
     workgroupBarrier();
@@ -182,10 +198,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     // and l = alpha · l + beta · Σ p8.
     let f = dq * k_scale[b * ceil_div(params.n_k, BC) + j];
     let open = params.has_mask == 0u && (params.causal == 0u || k0 + BC <= q0 + 1u);  // no key masked
+    let rot = ((r / 8u) % 4u) * 4u;         // this row's first key group (see "Banks")
     var top = -2147483647i;
-    for (var g = 0u; g < BC; g += 4u) {
+    for (var g0 = 0u; g0 < BC; g0 += 4u) {
+      let g = (g0 + rot) % BC;
       let live = keys_live(open, row_ok, b, qi, k0, g, cols);
-      let s = vec4<i32>(s_tile[r * BC + g], s_tile[r * BC + g + 1u], s_tile[r * BC + g + 2u], s_tile[r * BC + g + 3u]);
+      let s = vec4<i32>(s_tile[g * BR + r], s_tile[(g + 1u) * BR + r], s_tile[(g + 2u) * BR + r], s_tile[(g + 3u) * BR + r]);
       let x = select(vec4<i32>(-2147483647i), s, live);
       top = max(top, max(max(x.x, x.y), max(x.z, x.w)));
     }
@@ -194,15 +212,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     let alpha = exp(m - m_new);            // rescales what o and l hold so far
     let beta = exp(m_tile - m_new);        // rescales this tile's p, taken relative to m_tile
     var p_sum = 0u;
-    for (var g = 0u; g < BC; g += 4u) {
+    for (var g0 = 0u; g0 < BC; g0 += 4u) {
+      let g = (g0 + rot) % BC;
       let live = keys_live(open, row_ok, b, qi, k0, g, cols);
-      let s = vec4<f32>(f32(s_tile[r * BC + g]), f32(s_tile[r * BC + g + 1u]),
-                        f32(s_tile[r * BC + g + 2u]), f32(s_tile[r * BC + g + 3u])) * f;
+      let s = vec4<f32>(f32(s_tile[g * BR + r]), f32(s_tile[(g + 1u) * BR + r]),
+                        f32(s_tile[(g + 2u) * BR + r]), f32(s_tile[(g + 3u) * BR + r])) * f;
       let p = select(vec4<f32>(0.0), exp(s - vec4<f32>(m_tile)), live);
       let p8 = vec4<u32>(min(round(p * P_LEVELS), vec4<f32>(P_LEVELS)));
       p_sum += (p8.x + p8.y) + (p8.z + p8.w);
       if (lane == 0u) {
-        p_tile[(r * BC + g) / 4u] = bitcast<i32>(p8.x | (p8.y << 8u) | (p8.z << 16u) | (p8.w << 24u));
+        p_tile[(r * p_stride + g) / 4u] = bitcast<i32>(p8.x | (p8.y << 8u) | (p8.z << 16u) | (p8.w << 24u));
       }
     }
     l = alpha * l + beta * f32(p_sum);
@@ -222,17 +241,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
       let c0 = (u % v_blocks_n) * 16u;
       var acc = subgroup_matrix_result<i32, 16, 16>();
       for (var kk = 0u; kk < BC; kk += 32u) {
-        let pa = subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&p_tile, r0 * BC + kk, false, BC);
+        let pa = subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&p_tile, r0 * p_stride + kk, false, p_stride);
         let vb = subgroupMatrixLoad<subgroup_matrix_right<i8, 16, 32>>(&v8, (b * k_rows + k0 + kk) * DV + c0, false, DV);
         acc = subgroupMatrixMultiplyAccumulate(pa, vb, acc);
       }
-      subgroupMatrixStore(&pv_tile, r0 * DV + c0, acc, false, DV);
+      subgroupMatrixStore(&pv_tile, c0 * BR + r0, acc, true, BR);  // column-major
     }
     // --- PV_ij on subgroup matrices end ---
     workgroupBarrier();
 
     // o = alpha · o + beta · f32(PV8) · s_v over this lane's 64 head dims.
-    chunk_rescale_add(&o_reg, alpha, beta, r * DV, mine * 4u, (b * ceil_div(params.n_k, BC) + j) * DV);
+    chunk_rescale_add(&o_reg, alpha, beta, r, mine * 4u, (b * ceil_div(params.n_k, BC) + j) * DV);
   }
 
   // #include flash_fwd.wgsl finish
@@ -359,18 +378,19 @@ fn keys_live(open: bool, ok: bool, b: u32, qi: u32, k0: u32, g: u32, cols: u32) 
                             ok && allowed(b, qi, k0 + g + 2u), ok && allowed(b, qi, k0 + g + 3u));
 }
 
-// Four int32 of PV_ij at flat index `at` of pv_tile, dequantised by the four channel scales at
-// flat index `vs` of v_scale (those past DV are 0).
+// PV_ij of row `at` at head dims col .. col+3 (pv_tile is column-major), dequantised by the four
+// channel scales at flat index `vs` of v_scale (those past DV are 0).
 fn pv4(at: u32, col: u32, vs: u32) -> vec4<f32> {
   if (col >= DV) {
     return vec4<f32>(0.0);
   }
-  return vec4<f32>(f32(pv_tile[at + col]), f32(pv_tile[at + col + 1u]), f32(pv_tile[at + col + 2u]), f32(pv_tile[at + col + 3u]))
+  return vec4<f32>(f32(pv_tile[col * BR + at]), f32(pv_tile[(col + 1u) * BR + at]),
+                   f32(pv_tile[(col + 2u) * BR + at]), f32(pv_tile[(col + 3u) * BR + at]))
        * vec4<f32>(v_scale[vs + col], v_scale[vs + col + 1u], v_scale[vs + col + 2u], v_scale[vs + col + 3u]);
 }
 
 // o = alpha · o + beta · f32(PV8) · s_v over one lane's 64 head dims from column c of row `at`
-// of pv_tile, with v_scale's row of this block at `vs` (constant indices into o).
+// of PV_ij, with v_scale's row of this block at `vs` (constant indices into o).
 fn chunk_rescale_add(o_reg: ptr<function, Chunk>, alpha: f32, beta: f32, at: u32, c: u32, vs: u32) {
   (*o_reg)[0] = alpha * (*o_reg)[0] + beta * pv4(at, c, vs);
   (*o_reg)[1] = alpha * (*o_reg)[1] + beta * pv4(at, c + 4u, vs);

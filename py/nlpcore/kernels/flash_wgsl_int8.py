@@ -68,7 +68,7 @@ _EMULATED_S = """    // --- S_ij by scalar integer arithmetic (flash_wgsl_int8.e
         acc += ((a << 24u) >> 24u) * ((c << 24u) >> 24u) + ((a << 16u) >> 24u) * ((c << 16u) >> 24u)
              + ((a << 8u) >> 24u) * ((c << 8u) >> 24u) + (a >> 24u) * (c >> 24u);
       }
-      s_tile[e] = acc;
+      s_tile[cc * BR + rr] = acc;           // column-major, as the matrices store it
     }"""
 _EMULATED_PV = """    // --- PV_ij by scalar integer arithmetic (flash_wgsl_int8.emulated_source) ---
     for (var e = t; e < BR * DV; e += BR * KS) {
@@ -76,22 +76,23 @@ _EMULATED_PV = """    // --- PV_ij by scalar integer arithmetic (flash_wgsl_int8
       let cc = e % DV;
       var acc = 0i;
       for (var w = 0u; w < BC / 4u; w++) {
-        let a = p_tile[(rr * BC) / 4u + w];
+        let a = p_tile[(rr * p_stride) / 4u + w];
         for (var u = 0u; u < 4u; u++) {
           let at = (b * k_rows + k0 + 4u * w + u) * DV + cc;   // int8 index of v8[key, cc]
           let vv = (v8[at / 4u] << (24u - 8u * (at % 4u))) >> 24u;
           acc += ((a << (24u - 8u * u)) >> 24u) * vv;
         }
       }
-      pv_tile[e] = acc;
+      pv_tile[cc * BR + rr] = acc;
     }"""
 _TILE_CONSTS = ("S_TILE", "P_WORDS", "PV_TILE")
 
 
 def tile_lengths(plan) -> dict:
     """The shader's three tile-array lengths for ``plan``: S_TILE = Br·Bc and PV_TILE = Br·DV
-    int32, P_WORDS = Br·Bc/4 words of four int8."""
-    return {"S_TILE": plan.br * plan.bc, "P_WORDS": plan.br * plan.bc // 4, "PV_TILE": plan.br * plan.dv}
+    int32, P_WORDS = Br·(Bc + 16)/4 words of four int8 (rows padded: the shader's "Banks")."""
+    return {"S_TILE": plan.br * plan.bc, "P_WORDS": plan.br * (plan.bc + tiling.INT8_P_PAD) // 4,
+            "PV_TILE": plan.br * plan.dv}
 
 
 def source(plan, text: Optional[str] = None) -> str:

@@ -78,6 +78,10 @@ INT8_TILE = 4096
 with the int8 P tile the main pass uses 36 KiB at d = 64 (Br = Bc = 64), within Dawn's 48 KiB on
 the H200. The shader's arrays are sized to the plan exactly (flash_wgsl_int8.source)."""
 
+INT8_P_PAD = 16
+"""int8 the int8 shader pads each row of its P tile by (``P_PAD``): rows stay 16-byte aligned for
+the matrix loads and the rows written at once fall in different banks."""
+
 INT8_BLOCK = 64
 """Largest Bc the int8 plan chooses (a multiple of 32, the P·V step over keys)."""
 
@@ -187,7 +191,7 @@ def workgroup_arrays(br: int, bc: int, d: int, dv: int, dtype_bytes: int,
     if tier == "int8":
         return (
             ("s_tile", _storage_bytes(br * bc, ACCUMULATOR_BYTES)),
-            ("p_tile", _storage_bytes(br * bc // 4, 4)),
+            ("p_tile", _storage_bytes(br * (bc + INT8_P_PAD), 1)),
             ("pv_tile", _storage_bytes(br * dv, ACCUMULATOR_BYTES)),
         )
     tiles = (
