@@ -244,6 +244,8 @@ def _one(engine, ops, tier, d, h, n, causal, limits, subgroup_size, repeats, log
 
 VARIANTS = (
     ("int8", "plan_for's plan, main pass alone (the four quantisation passes left out of the time)", {}, True),
+    ("int8", "main pass alone without its S block (timing only: where the time goes)", {}, "no S"),
+    ("int8", "main pass alone without its P·V block (timing only: where the time goes)", {}, "no PV"),
     ("int8", "br=64, bc=32 (half the keys per tile)", {"br": 64, "bc": 32}, False),
     ("int8", "br=32, bc=64 (one subgroup per workgroup)", {"br": 32, "bc": 64}, False),
     ("int8", "br=32, bc=128 (one subgroup, twice the keys per tile)", {"br": 32, "bc": 128}, False),
@@ -251,8 +253,18 @@ VARIANTS = (
     ("portable", "bc=16", {"bc": 16}, False),
 )
 """Probes beside the plans (``--tier-variants``), at N = 16384, 16 heads, d = 64, no mask: what a
-different tile or leaving the quantisation out of the time would change. Recorded under
-``variants``, never as the tier's rows (tiling.plan_for stays the one source of the sizes run)."""
+different tile or leaving the quantisation out of the time would change; ``"no S"``/``"no PV"``
+time the int8 main pass with one of its two subgroup-matrix blocks cut out of the shader text
+(wrong outputs, timing only). Recorded under ``variants``, never as the tier's rows
+(tiling.plan_for stays the one source of the sizes run)."""
+
+
+def _cut(code: str, block: str) -> str:
+    """The int8 shader ``code`` without its marked ``block`` ("S_ij" or "PV_ij" on subgroup matrices)."""
+    begin = "    // --- {} on subgroup matrices begin ---".format(block)
+    end = "    // --- {} on subgroup matrices end ---".format(block)
+    a, b = code.index(begin), code.index(end)
+    return code[:a] + code[b + len(end):]
 
 
 def variant_plan(tier, d, limits, subgroup_size, sizes):
@@ -290,6 +302,8 @@ def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, 
             if main_only:
                 ops.release(handle)
                 spec = dict(spec, passes=[p for p in spec["passes"] if p["entry"] == "main"])
+                if main_only in ("no S", "no PV"):
+                    spec["code"] = _cut(spec["code"], {"no S": "S_ij", "no PV": "PV_ij"}[main_only])
                 handle = ops.prepare(spec)
                 ops.dispatch(spec, handle)
                 err = {"valid": None, "note": "timing only: main pass over zero-filled quantised buffers"}

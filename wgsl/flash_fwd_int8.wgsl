@@ -61,7 +61,7 @@
 // skips the per-key mask tests.
 //
 // Subgroup-matrix calls must run in subgroup-uniform control flow with subgroup-uniform
-// arguments. The blocks a subgroup takes depend on its index t / subgroup_size, the same for
+// arguments. The blocks a subgroup takes depend on its index t / SG, the same for
 // all its invocations (Dawn runs full subgroups of consecutive invocations), which WGSL's
 // uniformity analysis cannot see: Dawn's chromium.subgroup_matrix_uniformity check (an error by
 // default) is turned off, and the loops run over uniform "rounds".
@@ -121,6 +121,14 @@ const PV_TILE: u32 = 4096u;
 const P_PAD: u32 = 16u;
 
 // #include flash_fwd.wgsl sizes
+// The subgroup size the plan was made for (tiling.plan_int8's subgroup_size; 32 on NVIDIA). The
+// matrix blocks are dealt to BR·KS / SG subgroups: with SG an override rather than the
+// subgroup_size built-in, their loops have trip counts the driver knows when it compiles, so it
+// can unroll them and issue the loads of several blocks before the first product. (With the
+// built-in, the first conflict-free version ran at 10.7 TFLOP/s, probe of 2026-12-02.) Dawn runs
+// this workgroup in subgroups of exactly that size on such an adapter; were they another size,
+// blocks would be skipped or done twice and the float64 checks would fail.
+override SG: u32;
 
 // #include flash_fwd.wgsl params
 
@@ -145,15 +153,14 @@ var<workgroup> red: array<f32, QWG>;          // quantisation passes: partial ma
 // The entry points first, main then the passes in dispatch order; the helpers they call follow.
 @compute @workgroup_size(BR * KS)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
-        @builtin(local_invocation_index) t: u32,
-        @builtin(subgroup_size) sg_size: u32) {
+        @builtin(local_invocation_index) t: u32) {
   // #include flash_fwd.wgsl prologue
   let t_r = ceil_div(params.n_q, BR);
   let q_rows = t_r * BR;                   // rows of q8 per batch entry (zero-padded)
   let k_rows = ceil_div(params.n_k, BC) * BC;  // rows of k8 and v8 per batch entry (zero-padded)
   let dq = q_scale[b * t_r + i] * params.scale;
-  let sg = t / sg_size;                    // this invocation's subgroup
-  let n_sg = (BR * KS) / sg_size;
+  let sg = t / SG;                         // this invocation's subgroup
+  let n_sg = (BR * KS) / SG;
   let p_stride = BC + P_PAD;               // int8 a row of p_tile
 
   // No q in registers (the tensor cores read Q8); o = 0, m = MASKED_SCORE, l = 0.
@@ -170,8 +177,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
     // Result block u covers rows r0 .. r0+15 and keys c0 .. c0+15 of the tile; in round k
     // subgroup sg takes block u = k·n_sg + sg, and each block sums D/32 int8 products. Dawn
     // wants subgroup-matrix calls in control flow it can prove uniform, so the loop runs over
-    // rounds (a count built from overrides and the uniform subgroup_size; the plan makes the
-    // blocks a multiple of the subgroups), not over blocks from sg on.
+    // rounds (a count built from overrides; the plan makes the blocks a multiple of the
+    // subgroups), not over blocks from sg on.
     let s_blocks_n = BC / 16u;
     let s_rounds = (BR / 16u) * s_blocks_n / n_sg;
     for (var round = 0u; round < s_rounds; round++) {

@@ -116,6 +116,8 @@ class TilePlan:
         arrays: (name, bytes) of every ``var<workgroup>`` array, in the shader's order.
         bytes_used: their sum, always <= storage_limit.
         tier: which shader the plan is for (:data:`TIERS`).
+        subgroup_size: the subgroup size an int8 plan was made for (its shader's ``SG``: the
+            matrix blocks' loops then have trip counts the driver knows when it compiles).
     """
 
     d: int
@@ -130,6 +132,7 @@ class TilePlan:
     arrays: Tuple[Tuple[str, int], ...]
     bytes_used: int
     tier: str = "portable"
+    subgroup_size: int = 32
 
     def constants(self) -> Dict[str, int]:
         """The shader's ``override`` constants, by their WGSL names (the subgroup and int8
@@ -137,6 +140,8 @@ class TilePlan:
         out = {"BR": self.br, "BC": self.bc, "D": self.d, "DV": self.dv, "KS": self.ks, "SPART": self.spart}
         if self.tier in ("subgroup", "int8"):
             del out["SPART"]
+        if self.tier == "int8":
+            out["SG"] = self.subgroup_size
         return out
 
     def as_dict(self) -> dict:
@@ -413,7 +418,8 @@ def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_
                                                        storage_limit))
     arrays = workgroup_arrays(br, bc, d, dv, 4, ks, "int8")
     return TilePlan(d=d, dv=dv, dtype_bytes=1, br=br, bc=bc, ks=ks, workgroup_size=br * ks, spart=1,
-                    storage_limit=storage_limit, arrays=arrays, bytes_used=sum(b for _, b in arrays), tier="int8")
+                    storage_limit=storage_limit, arrays=arrays, bytes_used=sum(b for _, b in arrays), tier="int8",
+                    subgroup_size=subgroup_size)
 
 
 def plan_for(tier: str, d: int, *, dv: Optional[int] = None, limits: Optional[Dict[str, int]] = None,
