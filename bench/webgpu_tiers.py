@@ -243,28 +243,14 @@ def _one(engine, ops, tier, d, h, n, causal, limits, subgroup_size, repeats, log
 
 
 VARIANTS = (
-    ("int8", "plan_for's plan, main pass alone (the four quantisation passes left out of the time)", {}, True),
-    ("int8", "main pass alone without its S block (timing only: where the time goes)", {}, "no S"),
-    ("int8", "main pass alone without its P·V block (timing only: where the time goes)", {}, "no PV"),
-    ("int8", "br=64, bc=32 (half the keys per tile)", {"br": 64, "bc": 32}, False),
-    ("int8", "br=32, bc=64 (one subgroup per workgroup)", {"br": 32, "bc": 64}, False),
-    ("int8", "br=32, bc=128 (one subgroup, twice the keys per tile)", {"br": 32, "bc": 128}, False),
+    ("int8", "plan_for's plan, main pass alone (the three quantisation passes left out of the time)", {}, True),
+    ("int8", "br=64, bc=32 (twice the keys per tile, half the rows)", {"br": 64, "bc": 32}, False),
     ("f16", "bc=56 (the key tile float16 staging allows in 16384 bytes, past UNROLL_BLOCK)", {"bc": 56}, False),
     ("portable", "bc=16", {"bc": 16}, False),
 )
 """Probes beside the plans (``--tier-variants``), at N = 16384, 16 heads, d = 64, no mask: what a
-different tile or leaving the quantisation out of the time would change; ``"no S"``/``"no PV"``
-time the int8 main pass with one of its two subgroup-matrix blocks cut out of the shader text
-(wrong outputs, timing only). Recorded under ``variants``, never as the tier's rows
-(tiling.plan_for stays the one source of the sizes run)."""
-
-
-def _cut(code: str, block: str) -> str:
-    """The int8 shader ``code`` without its marked ``block`` ("S_ij" or "PV_ij" on subgroup matrices)."""
-    begin = "    // --- {} on subgroup matrices begin ---".format(block)
-    end = "    // --- {} on subgroup matrices end ---".format(block)
-    a, b = code.index(begin), code.index(end)
-    return code[:a] + code[b + len(end):]
+different tile or leaving the quantisation out of the time would change. Recorded under
+``variants``, never as the tier's rows (tiling.plan_for stays the one source of the sizes run)."""
 
 
 def variant_plan(tier, d, limits, subgroup_size, sizes):
@@ -302,8 +288,6 @@ def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, 
             if main_only:
                 ops.release(handle)
                 spec = dict(spec, passes=[p for p in spec["passes"] if p["entry"] == "main"])
-                if main_only in ("no S", "no PV"):
-                    spec["code"] = _cut(spec["code"], {"no S": "S_ij", "no PV": "PV_ij"}[main_only])
                 handle = ops.prepare(spec)
                 ops.dispatch(spec, handle)
                 err = {"valid": None, "note": "timing only: main pass over zero-filled quantised buffers"}
@@ -473,8 +457,12 @@ TIER_LIMITS = {
            "shader-f16 on this driver, so only wgpu-py ran it",
     "int8": "Q Kᵀ runs on the tensor cores, but the online softmax and P·V stay float32 on CUDA cores, as much work as "
             "the whole portable kernel does (which runs about as fast); the three quantisation passes cost 3 % (main "
-            "pass alone: variants) and 64-row, 32-key tiles were slower. Next: P·V on subgroup matrices too (P and V "
-            "to int8), and the softmax once per tile instead of every four keys",
+            "pass alone: variants) and 64-row, 32-key tiles were slower. Tried since, and slower than this design "
+            "(bench/results/webgpu_h200_int8pv.json, all tiers in one run): P·V on subgroup matrices too (P against "
+            "each tile's row max and V per channel to int8) with the softmax once per tile; each of its two matrix "
+            "blocks, loading its int8 operands from storage buffers for every 16 x 16 product, took about as long as "
+            "everything else in the main pass (its variants time the main pass without either block). Next: stage the int8 K, V "
+            "and P tiles in workgroup memory for the matrix loads",
 }
 
 

@@ -450,10 +450,8 @@ CLAIMS: Tuple[Claim, ...] = (
           "wgsl/flash_fwd_int8.wgsl, “S_ij on subgroup matrices”", "modelled here",
           function="nlpcore.kernels.tiling:plan_int8"),
     Claim("int8-vs-sage",
-          "Ours differs from SageAttention: <span class=\"tex\">\\tilde P</span> and <span class=\"tex\">V</span> "
-          "go to int8 too, as in its SAGEAttn-vB (Dawn offers this GPU no float16 subgroup matrices), "
-          "<span class=\"tex\">V</span> with a scale per channel and tile, and <span class=\"tex\">\\tilde P</span> "
-          "against each tile's own row maximum, so its values lie in [0, 1] and need no scale of their own; "
+          "Ours differs from SageAttention: <span class=\"tex\">PV</span> stays float32 on the CUDA cores "
+          "(Dawn offers this GPU no float16 subgroup matrices), "
           "<span class=\"tex\">\\bar k</span> is taken in float32 by the shader's first two passes, and "
           "lse gets back the <span class=\"tex\">q_i\\cdot\\bar k</span> the smoothing removed",
           "ours", "wgsl/flash_fwd_int8.wgsl header; kernels/flash_wgsl_int8.py", "ours"),

@@ -167,8 +167,6 @@ def _naive_iterations(c: Dict[str, int], n_k: int) -> int:
 def _iterations_at(spec: dict, n_k: int) -> Optional[int]:
     try:
         c = spec["constants"]
-        if spec["shader"] == mirror.TIER_SHADERS["int8"]:  # its own loops (and inline code): not counted here
-            return None
         if spec["shader"] in (mirror.FLASH_SHADER, mirror.TIER_SHADERS["subgroup"], mirror.TIER_SHADERS["f16"]):
             return _flash_iterations(dict(c, KS=c.get("KS", 1)), n_k, unrolled=spec.get("code") is None)
         if spec.get("code") is not None and "BR" in c and "BC" in c:

@@ -1,36 +1,30 @@
 """The int8 tensor-core tier, ``wgsl/flash_fwd_int8.wgsl``: its dispatch spec and its NumPy
 re-enactment, pass for pass.
 
-The shader computes S = QKᵀ and P·V on int8 subgroup matrices (tensor cores, through Dawn's
-``chromium-experimental-subgroup-matrix``) and the softmax in float32 once per key tile, after
-smoothing K and quantising Q and K per block as SageAttention does (Zhang et al. 2024,
-arXiv:2410.02367, section 4), V per block and channel, and P by its fixed range [0, 1] (the
-shader's header says where ours differs). Five passes share one bind group: ``k_sums``,
-``quantize_k``, ``quantize_v``, ``quantize_q``, ``main``. :func:`forward` does the same steps
-in the same order with the same names and rounding points:
+The shader computes S = QKᵀ on int8 subgroup matrices (tensor cores, through Dawn's
+``chromium-experimental-subgroup-matrix``) and the softmax and P·V in float32, after smoothing K
+and quantising Q and K per block as SageAttention does (Zhang et al. 2024, arXiv:2410.02367,
+section 4; the shader's header says where ours differs). Four passes share one bind group:
+``k_sums``, ``quantize_k``, ``quantize_q``, ``main``. :func:`forward` does the same steps in
+the same order with the same names and rounding points:
 
 - k_sum[b, j] = Σ_c k[b, k0 + c] over the BC keys of block j, in key order (float32);
   k̄ = (Σ_j k_sum[b, j], in block order) / Nk;
 - s_k = max |k - k̄| over block j / 127, k8 = round(clamp((k - k̄) / s_k, ±127)), half to even;
-  s_v[c] = max |v[:, c]| over block j / 127 per channel c, v8 likewise; s_q = max |q| over the
-  BR rows of block i / 127, q8 likewise; q_shift = (Σ_d q·k̄, in dim order) · scale;
-- per key tile: S = f32(Q8 K8ᵀ) · ((s_q · scale) · s_k) (the integer product is exact); the
-  tile's row max m_tile = top · f from the int32 scores; m_new = max(m, m_tile); alpha =
-  exp(m - m_new), beta = exp(m_tile - m_new); p8 = round(127 · exp(S - m_tile)) (0 where
-  masked); l = alpha · l + beta · Σ p8; o = alpha · o + beta · (f32(P8 V8) · s_v) (the integer
-  product is exact);
-- o / l, lse = m + log l + (q_shift - log 127).
+  s_q = max |q| over the BR rows of block i / 127, q8 likewise; q_shift = (Σ_d q·k̄, in dim
+  order) · scale;
+- per key tile: S = f32(Q8 K8ᵀ) · ((s_q · scale) · s_k) (the integer product is exact), then
+  the portable kernel's online softmax and o update, four keys at a time;
+- lse = m + log l + q_shift.
 
-Where the mirror and a GPU may part: WGSL lets ``x / s`` be 2.5 ULP off and ``exp`` a few ULP,
-so a value within an ULP of a rounding midpoint can quantise one step apart (an error of one
-int8 step in one element, far below the quantisation error itself); the float32 sums may be
-contracted into fused multiply-adds. Tests compare the shader with this mirror at a tolerance
-that allows for that, and both with float64 at the int8 tier's own accuracy (:func:`error_stats`).
+Where the mirror and a GPU may part: WGSL lets ``x / s`` be 2.5 ULP off, so a value within an
+ULP of a rounding midpoint can quantise one step apart (an error of s/127 in one element, far
+below the quantisation error itself); the float32 sums may be contracted into fused
+multiply-adds. Tests compare the shader with this mirror at a tolerance that allows for that,
+and both with float64 at the int8 tier's own accuracy (:func:`error_stats`).
 
-:func:`source` is the shader text with its three tile-array lengths written from the plan
-(Dawn takes subgroup matrices only from constant-length workgroup arrays).
-:func:`emulated_source` is the same shader with the two subgroup-matrix blocks replaced by
-scalar integer arithmetic over the same buffers, so every other line of it (quantisation,
+:func:`emulated_source` is the same shader with the subgroup-matrix block replaced by scalar
+integer arithmetic over the same buffers, so every other line of it (quantisation, staging,
 softmax, masks, stores) runs on adapters without subgroup matrices (lavapipe, SwiftShader).
 Pure NumPy; runs inside Pyodide too.
 """
@@ -48,16 +42,10 @@ SHADER = mirror.TIER_SHADERS["int8"]
 QWG = 64
 """The shader's ``const QWG``: invocations of its quantisation passes."""
 INT8_MAX = 127
-P_LEVELS = np.float32(127.0)
-"""The shader's ``P_LEVELS``: p8 = round(P_LEVELS · p) for p in [0, 1]."""
-LOG_P_LEVELS = np.float32(4.8441871)
-"""The shader's ``LOG_P_LEVELS`` (log 127 as a float32 literal): l carries the factor 127."""
-_NO_SCORE = -2147483647
-"""The shader's starting value for a row's integer maximum (no live key)."""
 
-_S_BEGIN, _S_END = "    // --- S_ij on subgroup matrices begin ---", "    // --- S_ij on subgroup matrices end ---"
-_PV_BEGIN, _PV_END = "    // --- PV_ij on subgroup matrices begin ---", "    // --- PV_ij on subgroup matrices end ---"
-_EMULATED_S = """    // --- S_ij by scalar integer arithmetic (flash_wgsl_int8.emulated_source) ---
+_MMA_BEGIN = "    // --- S_ij on subgroup matrices begin ---"
+_MMA_END = "    // --- S_ij on subgroup matrices end ---"
+_EMULATED_BLOCK = """    // --- S_ij by scalar integer arithmetic (flash_wgsl_int8.emulated_source) ---
     for (var e = t; e < BR * BC; e += BR * KS) {
       let rr = e / BC;
       let cc = e % BC;
@@ -68,60 +56,19 @@ _EMULATED_S = """    // --- S_ij by scalar integer arithmetic (flash_wgsl_int8.e
         acc += ((a << 24u) >> 24u) * ((c << 24u) >> 24u) + ((a << 16u) >> 24u) * ((c << 16u) >> 24u)
              + ((a << 8u) >> 24u) * ((c << 8u) >> 24u) + (a >> 24u) * (c >> 24u);
       }
-      s_tile[cc * BR + rr] = acc;           // column-major, as the matrices store it
+      s_tile[e] = acc;
     }"""
-_EMULATED_PV = """    // --- PV_ij by scalar integer arithmetic (flash_wgsl_int8.emulated_source) ---
-    for (var e = t; e < BR * DV; e += BR * KS) {
-      let rr = e / DV;
-      let cc = e % DV;
-      var acc = 0i;
-      for (var w = 0u; w < BC / 4u; w++) {
-        let a = p_tile[(rr * p_stride) / 4u + w];
-        for (var u = 0u; u < 4u; u++) {
-          let at = (b * k_rows + k0 + 4u * w + u) * DV + cc;   // int8 index of v8[key, cc]
-          let vv = (v8[at / 4u] << (24u - 8u * (at % 4u))) >> 24u;
-          acc += ((a << (24u - 8u * u)) >> 24u) * vv;
-        }
-      }
-      pv_tile[cc * BR + rr] = acc;
-    }"""
-_TILE_CONSTS = ("S_TILE", "P_WORDS", "PV_TILE")
-
-
-def tile_lengths(plan) -> dict:
-    """The shader's three tile-array lengths for ``plan``: S_TILE = Br·Bc and PV_TILE = Br·DV
-    int32, P_WORDS = Br·(Bc + 16)/4 words of four int8 (rows padded: the shader's "Banks")."""
-    return {"S_TILE": plan.br * plan.bc, "P_WORDS": plan.br * (plan.bc + tiling.INT8_P_PAD) // 4,
-            "PV_TILE": plan.br * plan.dv}
-
-
-def source(plan, text: Optional[str] = None) -> str:
-    """The int8 shader (``text``, default its composed file) with the ``const S_TILE``, ``P_WORDS``
-    and ``PV_TILE`` lines of its "tile arrays" region set to :func:`tile_lengths` of ``plan``;
-    ValueError when a line is missing."""
-    from nlpcore import shaders
-
-    text = shaders.text(SHADER) if text is None else text
-    lines = text.split("\n")
-    for name, value in tile_lengths(plan).items():
-        at = [i for i, line in enumerate(lines) if line.startswith("const {}: u32 = ".format(name))]
-        if len(at) != 1:
-            raise ValueError("the int8 shader must declare 'const {}: u32 = ...;' once, found {}".format(name, len(at)))
-        lines[at[0]] = "const {}: u32 = {}u;".format(name, value)
-    return "\n".join(lines)
 
 
 def emulated_source(text: str) -> str:
-    """``text`` (the int8 shader) with its two subgroup-matrix blocks replaced by scalar int32
+    """``text`` (the int8 shader) with its subgroup-matrix block replaced by scalar int32
     products of the same packed int8 words, and the subgroup-matrix enable and diagnostic
     lines dropped: the same kernel for adapters without subgroup matrices (tests only; it is
     no faster than the portable tier). ValueError when the markers are missing."""
-    for begin_mark, end_mark, block in ((_S_BEGIN, _S_END, _EMULATED_S), (_PV_BEGIN, _PV_END, _EMULATED_PV)):
-        begin, end = text.find(begin_mark), text.find(end_mark)
-        if begin < 0 or end < begin:
-            raise ValueError("emulated_source: the shader lacks its subgroup-matrix block markers "
-                             "({!r})".format(begin_mark.strip()))
-        text = text[:begin] + block + text[end + len(end_mark):]
+    begin, end = text.find(_MMA_BEGIN), text.find(_MMA_END)
+    if begin < 0 or end < begin:
+        raise ValueError("emulated_source: the shader lacks its subgroup-matrix block markers")
+    text = text[:begin] + _EMULATED_BLOCK + text[end + len(_MMA_END):]
     drop = ("enable chromium_experimental_subgroup_matrix;",
             "diagnostic(off, chromium.subgroup_matrix_uniformity);")
     return "\n".join(line for line in text.split("\n") if line.strip() not in drop)
@@ -150,10 +97,9 @@ def prepare(q, k, v, *, causal=False, mask=None, scale=None, plan=None):
 
 
 def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=None) -> dict:
-    """The five-pass dispatch spec of ``flash_fwd_int8.wgsl`` (same shape as
-    :func:`flash_wgsl_mirror.dispatch_spec`'s, with ``passes``, ``features`` and the shader as
-    ``code``, its tile arrays sized by :func:`source`); decode its outputs with
-    :func:`flash_wgsl_mirror.decode_outputs`."""
+    """The four-pass dispatch spec of ``flash_fwd_int8.wgsl`` (same shape as
+    :func:`flash_wgsl_mirror.dispatch_spec`'s, with ``passes`` and ``features``); decode its
+    outputs with :func:`flash_wgsl_mirror.decode_outputs`."""
     launch, plan = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan)
     n_batch, n_q, n_k, d, t_r, t_c = _sizes(launch, plan)
     dv = plan.dv
@@ -172,8 +118,6 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
         b(10, "storage", "k_scale", None, size=n_batch * t_c * 4),
         b(11, "storage", "k_sum", None, size=n_batch * t_c * d * 4),
         b(12, "storage", "q_shift", None, size=n_batch * n_q * 4),
-        b(13, "storage", "v8", None, size=n_batch * t_c * plan.bc * dv),
-        b(14, "storage", "v_scale", None, size=n_batch * t_c * dv * 4),
     ]
     for count, axis in ((t_r, "x (query tiles)"), (t_c, "x (key blocks)"), (n_batch, "z (batch entries)")):
         if count > mirror.MAX_WORKGROUPS:
@@ -182,13 +126,11 @@ def dispatch_spec(q, k, v, *, causal: bool = False, mask=None, scale=None, plan=
     passes = [
         {"entry": "k_sums", "workgroups": [t_c, 1, n_batch]},
         {"entry": "quantize_k", "workgroups": [t_c, 1, n_batch]},
-        {"entry": "quantize_v", "workgroups": [t_c, 1, n_batch]},
         {"entry": "quantize_q", "workgroups": [t_r, 1, n_batch]},
         {"entry": "main", "workgroups": [t_r, 1, n_batch]},
     ]
     return {
         "shader": SHADER,
-        "code": source(plan),
         "entry": "main",
         "constants": plan.constants(),
         "bindings": bindings,
@@ -216,37 +158,31 @@ def _scale_of(amax: np.float32) -> np.float32:
 
 
 def quantize(launch, plan) -> dict:
-    """The four quantisation passes in NumPy: ``q8`` (B, Tr·BR, D), ``k8`` (B, Tc·BC, D) and ``v8``
-    (B, Tc·BC, DV) int8 (zero past Nq / Nk), ``q_scale`` (B, Tr), ``k_scale`` (B, Tc), ``v_scale``
-    (B, Tc, DV), ``k_bar`` (B, D) and ``q_shift`` (B, Nq) float32."""
+    """The three quantisation passes in NumPy: ``q8`` (B, Tr·BR, D) and ``k8`` (B, Tc·BC, D)
+    int8 (zero past Nq / Nk), ``q_scale`` (B, Tr), ``k_scale`` (B, Tc), ``k_bar`` (B, D) and
+    ``q_shift`` (B, Nq) float32."""
     n_batch, n_q, n_k, d, t_r, t_c = _sizes(launch, plan)
-    BR, BC, DV = plan.br, plan.bc, plan.dv
+    BR, BC = plan.br, plan.bc
     q8 = np.zeros((n_batch, t_r * BR, d), dtype=np.int8)
     k8 = np.zeros((n_batch, t_c * BC, d), dtype=np.int8)
-    v8 = np.zeros((n_batch, t_c * BC, DV), dtype=np.int8)
     q_scale = np.zeros((n_batch, t_r), dtype=np.float32)
     k_scale = np.zeros((n_batch, t_c), dtype=np.float32)
-    v_scale = np.zeros((n_batch, t_c, DV), dtype=np.float32)
     k_bar = np.zeros((n_batch, d), dtype=np.float32)
     q_shift = np.zeros((n_batch, n_q), dtype=np.float32)
     for b in range(n_batch):
         # k_sums: per block, then mean_key: over blocks, divided by Nk.
         k_sum = np.stack([_seq_sum(launch.k[b, j * BC:(j + 1) * BC], axis=0) for j in range(t_c)])  # (Tc, D)
         k_bar[b] = _seq_sum(k_sum, axis=0) / np.float32(n_k)
-        for j in range(t_c):  # quantize_k, quantize_v
+        for j in range(t_c):  # quantize_k
             x = launch.k[b, j * BC:(j + 1) * BC] - k_bar[b]
             k_scale[b, j] = _scale_of(np.abs(x).max())
             k8[b, j * BC:j * BC + len(x)] = _to_int8(x, k_scale[b, j])
-            y = launch.v[b, j * BC:(j + 1) * BC]
-            v_scale[b, j] = [_scale_of(a) for a in np.abs(y).max(axis=0)]
-            v8[b, j * BC:j * BC + len(y)] = _to_int8(y, v_scale[b, j])
         for i in range(t_r):  # quantize_q
             x = launch.q[b, i * BR:(i + 1) * BR]
             q_scale[b, i] = _scale_of(np.abs(x).max())
             q8[b, i * BR:i * BR + len(x)] = _to_int8(x, q_scale[b, i])
         q_shift[b] = _seq_sum(launch.q[b] * k_bar[b], axis=1) * launch.scale
-    return {"q8": q8, "k8": k8, "v8": v8, "q_scale": q_scale, "k_scale": k_scale, "v_scale": v_scale,
-            "k_bar": k_bar, "q_shift": q_shift}
+    return {"q8": q8, "k8": k8, "q_scale": q_scale, "k_scale": k_scale, "k_bar": k_bar, "q_shift": q_shift}
 
 
 def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
@@ -254,7 +190,7 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
     """O = softmax(scale · Q Kᵀ, masked) V as ``wgsl/flash_fwd_int8.wgsl`` computes it.
 
     Args and shapes as :func:`flash_wgsl_mirror.forward`; ``plan`` from
-    :func:`tiling.plan_int8` (d a multiple of 32, dv of 16).
+    :func:`tiling.plan_int8` (d a multiple of 32).
 
     Returns:
         o (..., Nq, dv) float32, 0 in rows with no allowed key; lse (..., Nq) float32, -inf there.
@@ -272,45 +208,48 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
 
 
 def _workgroup(launch, plan, quant, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
-    """One workgroup of ``main``: query tile i of batch entry b, its BR rows at once (a row's KS
-    lanes compute the same row statistics; o is kept as (BR, DV))."""
-    BR, BC, DV = plan.br, plan.bc, plan.dv
+    """One workgroup of ``main``: query tile i of batch entry b, [row, lane, dim] as in
+    :func:`flash_wgsl_mirror._workgroup`."""
+    BR, BC, DV, KS = plan.br, plan.bc, plan.dv, plan.ks
+    CHUNK = 4 * tiling.CHUNK4
     n_q, n_k = launch.q.shape[1], launch.k.shape[1]
     q0 = i * BR
     rows = min(BR, n_q - q0)
     r = np.arange(BR)
+    row_ok = r < rows
     dq = np.float32(quant["q_scale"][b, i] * launch.scale)
-    o_reg = np.zeros((BR, DV), dtype=np.float32)
+    o_reg = np.zeros((BR, KS, CHUNK), dtype=np.float32)
     m = np.full(BR, mirror.MASKED_SCORE, dtype=np.float32)
     l = np.zeros(BR, dtype=np.float32)
     t_c = -(-n_k // BC)
     j_end = min(t_c, -(-(q0 + rows) // BC)) if launch.causal else t_c
-    q8 = quant["q8"][b, q0:q0 + BR].astype(np.int64)  # (BR, D)
+    q8 = quant["q8"][b, q0:q0 + BR].astype(np.int32)  # (BR, D)
     for j in range(j_end):
         k0 = j * BC
         cols = min(BC, n_k - k0)
-        s_tile = (q8 @ quant["k8"][b, k0:k0 + BC].astype(np.int64).T).astype(np.int32)  # (BR, BC), exact
+        v_tile = np.zeros((BC, KS, CHUNK), dtype=np.float32)
+        v_tile.reshape(BC, -1)[:cols, :DV] = launch.v[b, k0:k0 + cols]
+        s_tile = q8 @ quant["k8"][b, k0:k0 + BC].astype(np.int32).T  # (BR, BC) int32, exact
         f = np.float32(dq * quant["k_scale"][b, j])
-        live = np.zeros((BR, BC), dtype=bool)
-        live[:rows, :cols] = mirror.allowed(launch, b, q0 + r[:rows, None], k0 + np.arange(cols)[None, :])
-        top = np.where(live, s_tile, _NO_SCORE).max(axis=1)
-        m_tile = np.where(top != _NO_SCORE, top.astype(np.float32) * f, mirror.MASKED_SCORE).astype(np.float32)
-        m_new = np.maximum(m, m_tile)
-        alpha = np.exp(m - m_new)
-        beta = np.exp(m_tile - m_new)
-        s = s_tile.astype(np.float32) * f
-        with np.errstate(over="ignore"):  # exp of masked scores, discarded by the where
-            p = np.where(live, np.exp(s - m_tile[:, None]), np.float32(0))
-        p8 = np.minimum(np.round(p * P_LEVELS), P_LEVELS).astype(np.int64)
-        l = alpha * l + beta * p8.sum(axis=1).astype(np.float32)
-        m = m_new
-        pv = (p8 @ quant["v8"][b, k0:k0 + BC].astype(np.int64)).astype(np.float32)  # (BR, DV), exact
-        o_reg = alpha[:, None] * o_reg + beta[:, None] * (pv * quant["v_scale"][b, j][None, :])
+        for g in range(0, BC, 4):
+            s = s_tile[:, g:g + 4].astype(np.float32) * f  # (BR, 4)
+            live = np.zeros((BR, 4), dtype=bool)
+            n_live = max(0, min(4, cols - g))
+            live[:rows, :n_live] = mirror.allowed(launch, b, q0 + r[:rows, None],
+                                                  k0 + g + np.arange(n_live)[None, :])
+            s = np.where(live, s, mirror.MASKED_SCORE)
+            m_new = np.maximum(m, s.max(axis=1))
+            p = np.where(s == mirror.MASKED_SCORE, np.float32(0), np.exp(s - m_new[:, None]))
+            alpha = np.exp(m - m_new)
+            l = alpha * l + p.sum(axis=1, dtype=np.float32)
+            m = m_new
+            o_reg = alpha[:, None, None] * o_reg + np.einsum("ru,usx->rsx", p, v_tile[g:g + 4])
     safe_l = np.where(l == 0, np.float32(1), l)
     out = b * n_q + q0
-    o.reshape(-1, DV)[out:out + rows] = (o_reg / safe_l[:, None])[:rows]
-    shift = quant["q_shift"][b, q0:q0 + rows] - LOG_P_LEVELS
-    lse[out:out + rows] = np.where(l[:rows] == 0, mirror.MASKED_SCORE, (m[:rows] + np.log(safe_l[:rows])) + shift)
+    o_rows = (o_reg.reshape(BR, KS * CHUNK) / safe_l[:, None])[:, :DV]
+    o.reshape(-1, DV)[out:out + rows] = o_rows[row_ok]
+    shift = quant["q_shift"][b, q0:q0 + rows]
+    lse[out:out + rows] = np.where(l[:rows] == 0, mirror.MASKED_SCORE, m[:rows] + np.log(safe_l[:rows]) + shift)
 
 
 def error_stats(got, want) -> dict:

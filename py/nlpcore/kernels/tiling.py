@@ -66,24 +66,12 @@ TIERS = ("portable", "subgroup", "f16", "int8")
 ``subgroup`` wgsl/flash_fwd_subgroup.wgsl, float32, row partials added by subgroup shuffles
 (``subgroups``), also within the default budget; ``f16`` wgsl/flash_fwd_f16.wgsl, float16 data,
 float32 arithmetic (``shader-f16``), sized from the adapter's workgroup storage; ``int8``
-wgsl/flash_fwd_int8.wgsl, S = QKᵀ and P·V on int8 subgroup matrices (tensor cores,
+wgsl/flash_fwd_int8.wgsl, S = QKᵀ on int8 subgroup matrices (tensor cores,
 ``chromium-experimental-subgroup-matrix`` with an i8 x i8 -> i32 configuration), sized likewise."""
 
-INT8_ROWS = 64
-"""Query rows per workgroup the int8 plan takes at most (fewer when Br·DV int32 results would
-pass :data:`INT8_TILE`): two subgroups of 32 at d = 64, sharing S and PV result blocks."""
-
-INT8_TILE = 4096
-"""Largest Br·Bc (score tile) and Br·DV (PV tile) the int8 plan takes: 16 KiB of int32 each, so
-with the int8 P tile the main pass uses 36 KiB at d = 64 (Br = Bc = 64), within Dawn's 48 KiB on
-the H200. The shader's arrays are sized to the plan exactly (flash_wgsl_int8.source)."""
-
-INT8_P_PAD = 16
-"""int8 the int8 shader pads each row of its P tile by (``P_PAD``): rows stay 16-byte aligned for
-the matrix loads and the rows written at once fall in different banks."""
-
-INT8_BLOCK = 64
-"""Largest Bc the int8 plan chooses (a multiple of 32, the P·V step over keys)."""
+S_TILE = 2048
+"""The int8 shader's ``const S_TILE``: int32 elements of its score tile (Dawn stores subgroup
+matrices only into constant-length workgroup arrays), so Br·Bc <= S_TILE."""
 
 UNROLL_BLOCK = 28
 """Largest Bc the tiers' plans choose. An earlier probe on the H200 read 3.5 TFLOP/s with Bc = 32
@@ -116,8 +104,6 @@ class TilePlan:
         arrays: (name, bytes) of every ``var<workgroup>`` array, in the shader's order.
         bytes_used: their sum, always <= storage_limit.
         tier: which shader the plan is for (:data:`TIERS`).
-        subgroup_size: the subgroup size an int8 plan was made for (its shader's ``SG``: the
-            matrix blocks' loops then have trip counts the driver knows when it compiles).
     """
 
     d: int
@@ -132,7 +118,6 @@ class TilePlan:
     arrays: Tuple[Tuple[str, int], ...]
     bytes_used: int
     tier: str = "portable"
-    subgroup_size: int = 32
 
     def constants(self) -> Dict[str, int]:
         """The shader's ``override`` constants, by their WGSL names (the subgroup and int8
@@ -140,8 +125,6 @@ class TilePlan:
         out = {"BR": self.br, "BC": self.bc, "D": self.d, "DV": self.dv, "KS": self.ks, "SPART": self.spart}
         if self.tier in ("subgroup", "int8"):
             del out["SPART"]
-        if self.tier == "int8":
-            out["SG"] = self.subgroup_size
         return out
 
     def as_dict(self) -> dict:
@@ -189,15 +172,13 @@ def workgroup_arrays(br: int, bc: int, d: int, dv: int, dtype_bytes: int,
                      ks: Optional[int] = None, tier: str = "portable") -> Tuple[Tuple[str, int], ...]:
     """(name, bytes) of each workgroup array for Br rows of KS lanes and Bc-key tiles (KS
     defaults to :func:`lanes_needed`); see the module docstring. The subgroup tier has no s_part;
-    the int8 tier's main pass stages nothing: it keeps the tile's scores S (Br x Bc int32), its
-    int8 probabilities P (Br x Bc, four a word) and P·V (Br x DV int32)."""
+    the int8 tier stages only V (float32) and keeps the tile's scores S (Br x Bc int32)."""
     ks = lanes_needed(d, dv) if ks is None else ks
     slot = 4 * dtype_bytes
     if tier == "int8":
         return (
-            ("s_tile", _storage_bytes(br * bc, ACCUMULATOR_BYTES)),
-            ("p_tile", _storage_bytes(br * (bc + INT8_P_PAD), 1)),
-            ("pv_tile", _storage_bytes(br * dv, ACCUMULATOR_BYTES)),
+            ("v_tile", _storage_bytes(bc * ks * CHUNK4, 16)),
+            ("s_tile", _storage_bytes(S_TILE, ACCUMULATOR_BYTES)),
         )
     tiles = (
         ("k_tile", _storage_bytes(bc * ks * CHUNK4, slot)),
@@ -360,18 +341,15 @@ def plan(
 
 def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_size: int = 32,
               invocations_limit: int = WEBGPU_DEFAULT_INVOCATIONS, br: Optional[int] = None,
-              bc: Optional[int] = None, max_block: int = INT8_BLOCK) -> TilePlan:
+              bc: Optional[int] = None, max_block: int = UNROLL_BLOCK) -> TilePlan:
     """The int8 tier's plan (wgsl/flash_fwd_int8.wgsl): Br query rows of KS lanes, Bc-key tiles.
 
-    Rule: KS = :func:`lanes_needed`; Br = the largest multiple of 16 (:data:`MMA_M`) <=
-    :data:`INT8_ROWS` with Br·DV <= :data:`INT8_TILE` (fewer, in whole subgroups, while not even
-    32 keys fit ``storage_limit``), unless given; Bc the largest multiple of
-    32 (:data:`MMA_K`, the P·V step over keys) <= ``max_block`` with Br·Bc <= :data:`INT8_TILE`
-    whose arrays fit ``storage_limit``. The subgroup matrices add constraints: d a multiple of 32
-    (no padding of the head dims), dv a multiple of 16 (:data:`MMA_N`), Br a multiple of 16, Br·KS
-    a multiple of ``subgroup_size`` (Dawn requires the workgroup's x size to be a multiple of the
-    adapter's largest subgroup), and both the S and the PV result blocks a multiple of the
-    subgroups (each takes the same number). ValueError names the constraint that fails.
+    Rule: KS = :func:`lanes_needed`; Br = :data:`DEFAULT_INVOCATIONS` / KS unless given; Bc the
+    largest multiple of 16 (:data:`MMA_N`) <= ``max_block`` whose V tile and score tile fit.
+    The subgroup matrices add constraints: d a multiple of 32 (:data:`MMA_K`, no padding of the
+    head dims), Br a multiple of 16 (:data:`MMA_M`), and Br·KS a multiple of ``subgroup_size``
+    (Dawn requires the workgroup's x size to be a multiple of the adapter's largest subgroup).
+    ValueError names the constraint that fails.
     """
     d = positive_int(d, "d")
     dv = d if dv is None else positive_int(dv, "dv")
@@ -381,18 +359,8 @@ def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_
     if d % MMA_K:
         raise ValueError("the int8 tier needs d to be a multiple of {} (one subgroup-matrix step), got d={}".format(
             MMA_K, d))
-    if dv % MMA_N:
-        raise ValueError("the int8 tier needs dv to be a multiple of {} (the P·V result blocks' columns), got "
-                         "dv={}".format(MMA_N, dv))
     ks = lanes_needed(d, dv)
-    if br is None:
-        br = max(MMA_M, min(INT8_ROWS, INT8_TILE // (CHUNK4 * 4 * ks)) // MMA_M * MMA_M)
-        # fewer rows (still whole subgroups) while not even the smallest key tile fits
-        fewer = [n for n in range(br - MMA_M, 0, -MMA_M) if (n * ks) % subgroup_size == 0]
-        while fewer and bytes_needed(br, MMA_K, d, dv, 4, ks, "int8") > storage_limit:
-            br = fewer.pop(0)
-    else:
-        br = positive_int(br, "br")
+    br = max(MMA_M, DEFAULT_INVOCATIONS // ks) if br is None else positive_int(br, "br")
     if br % MMA_M:
         raise ValueError("br must be a multiple of {} (the subgroup matrices' rows), got {}".format(MMA_M, br))
     if (br * ks) % subgroup_size or br * ks > invocations_limit:
@@ -400,26 +368,26 @@ def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_
                          "and at most {}".format(br, ks, br * ks, subgroup_size, invocations_limit))
     if bc is None:
         bc = 0
-        while (bc + MMA_K <= max(max_block, MMA_K) and br * (bc + MMA_K) <= INT8_TILE
-               and bytes_needed(br, bc + MMA_K, d, dv, 4, ks, "int8") <= storage_limit):
-            bc += MMA_K
-    elif positive_int(bc, "bc") % MMA_K:
-        raise ValueError("bc must be a multiple of {} (the P·V step over keys), got {}".format(MMA_K, bc))
-    subgroups = br * ks // subgroup_size
-    for what, blocks in (("S", (br // MMA_M) * (bc // MMA_N)), ("PV", (br // MMA_M) * (dv // MMA_N))):
-        if bc and blocks % subgroups:
-            raise ValueError("br={}, bc={}, dv={} make {} {} result blocks of 16 x 16, not a multiple of the {} "
-                             "subgroups of {} invocations (the shader gives every subgroup the same number)".format(
-                                 br, bc, dv, blocks, what, subgroups, subgroup_size))
+        while (bc + MMA_N <= max(max_block, MMA_N) and br * (bc + MMA_N) <= S_TILE
+               and bytes_needed(br, bc + MMA_N, d, dv, 4, ks, "int8") <= storage_limit):
+            bc += MMA_N
+    elif positive_int(bc, "bc") % MMA_N:
+        raise ValueError("bc must be a multiple of {} (the subgroup matrices' columns), got {}".format(MMA_N, bc))
+    blocks, subgroups = (br // MMA_M) * (bc // MMA_N) if bc else 0, br * ks // subgroup_size
+    if bc and blocks % subgroups:
+        raise ValueError("br={} x bc={} make {} result blocks of 16 x 16, not a multiple of the {} subgroups of "
+                         "{} invocations (the shader gives every subgroup the same number)".format(
+                             br, bc, blocks, subgroups, subgroup_size))
+    if bc and br * bc > S_TILE:
+        raise ValueError("br={} x bc={} scores exceed the shader's s_tile of {} (S_TILE)".format(br, bc, S_TILE))
     if bc == 0 or bytes_needed(br, bc, d, dv, 4, ks, "int8") > storage_limit:
         raise ValueError("no int8 plan fits: br={}, bc={} with d={}, dv={} need {} bytes of workgroup storage, "
-                         "over the limit of {}".format(br, bc or MMA_K, d, dv,
-                                                       bytes_needed(br, bc or MMA_K, d, dv, 4, ks, "int8"),
+                         "over the limit of {}".format(br, bc or MMA_N, d, dv,
+                                                       bytes_needed(br, bc or MMA_N, d, dv, 4, ks, "int8"),
                                                        storage_limit))
     arrays = workgroup_arrays(br, bc, d, dv, 4, ks, "int8")
     return TilePlan(d=d, dv=dv, dtype_bytes=1, br=br, bc=bc, ks=ks, workgroup_size=br * ks, spart=1,
-                    storage_limit=storage_limit, arrays=arrays, bytes_used=sum(b for _, b in arrays), tier="int8",
-                    subgroup_size=subgroup_size)
+                    storage_limit=storage_limit, arrays=arrays, bytes_used=sum(b for _, b in arrays), tier="int8")
 
 
 def plan_for(tier: str, d: int, *, dv: Optional[int] = None, limits: Optional[Dict[str, int]] = None,
