@@ -131,8 +131,8 @@ def main():
 
     t0 = time.time()
     record = {"schema": 1, "env": tb.env_info(), "dtype": "bfloat16", "tokens_per_batch": tb.TOKENS,
-              "hidden": tb.HIDDEN, "flops": "4*N^2*d*H*B, /2 causal", "timing": "triton.testing.do_bench median (ms), "
-              "warmup 25 ms, rep 100 ms, L2 flushed", "variants": VARIANTS}
+              "hidden": tb.HIDDEN, "flops": "4*N^2*d*H*B, /2 causal", "timing": tb.TIMING,
+              "variants": VARIANTS}
     record["env"]["command"] = "PYTHONPATH=py python3 bench/fa3_h200.py " + " ".join(sys.argv[1:])
     log(json.dumps(record["env"]))
     if args.persistent:

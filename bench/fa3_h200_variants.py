@@ -26,6 +26,8 @@ The candidates (flash_fa3.Variant fields; FA3.md says what each is for):
     _item    one program per work item (else persistent, one per SM)
     _bal     causal items longest first across heads, dealt in a snake (persistent unless _item)
     _snake   causal items head by head, heaviest first, dealt in a snake (persistent)
+    _q2      two Q buffers per consumer: the next item's Q, K0, V0 load during this item
+    (_x      cross-item overlap, in run 6's record only: WITHDRAWN)
 """
 
 from __future__ import annotations
@@ -44,23 +46,31 @@ sys.path.insert(0, os.path.join(HERE, "..", "py"))
 V = dict  # a candidate: keyword arguments of flash_fa3.Variant
 # Run 4 (fa3_h200_variants_run4.json) also timed 64-key tiles (3wg_n64), fused K/V barriers
 # (_kvf), a 3-slot ring at d = 64 (2wg_s3), 3wg per item or longest-first, and one program per
-# item without a mask: none was fastest anywhere, so they are no longer candidates.
+# item without a mask; run 5 three warpgroups with the causal mask (3wg_snake): none was
+# fastest anywhere, so they are no longer candidates. Run 6 added two Q buffers (_q2) and
+# cross-item overlap (_x, withdrawn: see WITHDRAWN).
 CANDIDATES = {
     (64, False): {"2wg": V(stages=2), "2wg_nopp": V(stages=2, pingpong=False),
-                  "3wg": V(consumers=3, stages=3), "3wg_nopp": V(consumers=3, stages=3, pingpong=False)},
+                  "3wg": V(consumers=3, stages=3), "3wg_nopp": V(consumers=3, stages=3, pingpong=False),
+                  "3wg_nopp_q2": V(consumers=3, stages=3, pingpong=False, q_bufs=2)},
     (64, True): {
         "2wg_item": V(stages=2, persistent=False), "2wg_nopp_item": V(stages=2, pingpong=False, persistent=False),
-        "2wg_bal": V(stages=2, balance=True), "2wg_nopp_bal": V(stages=2, pingpong=False, balance=True),
-        "2wg_snake": V(stages=2, snake=True), "2wg_nopp_snake": V(stages=2, pingpong=False, snake=True),
-        "3wg_snake": V(consumers=3, stages=3, snake=True),
+        "2wg_bal": V(stages=2, balance=True), "2wg_snake": V(stages=2, snake=True),
+        "2wg_nopp_snake": V(stages=2, pingpong=False, snake=True), "2wg_snake_q2": V(stages=2, snake=True, q_bufs=2),
     },
-    (128, False): {"2wg": V(), "2wg_nopp": V(pingpong=False)},
+    (128, False): {"2wg": V(), "2wg_nopp": V(pingpong=False), "2wg_q2": V(q_bufs=2)},
     (128, True): {
         "2wg_item": V(persistent=False), "2wg_nopp_item": V(pingpong=False, persistent=False),
-        "2wg_bal": V(balance=True), "2wg_nopp_bal": V(pingpong=False, balance=True),
-        "2wg_snake": V(snake=True), "2wg_nopp_snake": V(pingpong=False, snake=True),
+        "2wg_bal": V(balance=True), "2wg_snake": V(snake=True), "2wg_nopp_snake": V(pingpong=False, snake=True),
+        "2wg_snake_q2": V(snake=True, q_bufs=2),
     },
 }
+# Variant fields a recorded candidate may use that the kernel no longer has, and why: the rule
+# (best, choices) never picks such a candidate. Cross-item overlap passed the sweep's check
+# (which reads two heads, items every program runs first) but on the H200 gave wrong O on a
+# program's last item and an illegal memory access at d = 128 (run 6,
+# bench/results/fa3_pytest_run6_cross.log); the cause was not found and the code was removed.
+WITHDRAWN = {"cross": "wrong O on a program's last item on the H200 (run 6); removed from the kernel"}
 OLD_DEFAULT = {(64, False): "2wg", (64, True): "2wg_item", (128, False): "2wg", (128, True): "2wg_item"}
 
 
@@ -107,8 +117,9 @@ def run_shapes(indices):
 
 
 def best(row):
-    """The fastest candidate whose check passed (None if none did)."""
-    ok = {name: r for name, r in row["fwd"].items() if name != "cudnn" and r.get("check", {}).get("ok")}
+    """The fastest candidate whose check passed and that uses no WITHDRAWN field (None if none)."""
+    ok = {name: r for name, r in row["fwd"].items() if name != "cudnn" and r.get("check", {}).get("ok")
+          and not WITHDRAWN.keys() & r.get("variant", {}).keys()}
     return min(ok, key=lambda name: ok[name]["ms"]) if ok else None
 
 
@@ -199,7 +210,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     record = {"schema": 1, "env": tb.env_info(), "dtype": "bfloat16", "tokens_per_batch": tb.TOKENS,
               "hidden": tb.HIDDEN, "flops": "4*N^2*d*H*B, /2 causal",
-              "timing": "triton.testing.do_bench median (ms), warmup 25 ms, rep 100 ms, L2 flushed",
+              "timing": tb.TIMING,
               "candidates": {f"{d},{'causal' if c else 'full'}": cands for (d, c), cands in CANDIDATES.items()},
               "rows": []}
     record["env"]["command"] = "PYTHONPATH=py python3 bench/fa3_h200_variants.py " + " ".join(sys.argv[1:])

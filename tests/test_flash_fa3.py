@@ -149,6 +149,25 @@ def test_three_consumer_variant_compiles_for_sm90a():
     assert "wgmma.mma_async" in proc.stdout and "cp.async.bulk.tensor.3d" in proc.stdout
 
 
+@pytest.mark.skipif(not _gluon_hopper(), reason="this Triton has no Gluon Hopper API (Triton >= 3.6)")
+def test_two_q_buffers_compile_and_fit():
+    """Two Q buffers per consumer at d = 128: Q x 2, O and the two-slot K/V ring use 224 KiB of
+    the 227 a program may have, and the compiled kernel says the same."""
+    from nlpcore.kernels import flash_fa3_gluon as kern
+
+    assert kern.fits(128, 128, 2, True, 2, q_bufs=2) and not kern.fits(128, 128, 3, True, 2, q_bufs=2)
+    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
+    code = ("import sys; from nlpcore.kernels import flash_fa3_gluon as k; "
+            "c = k.compile_for_hopper(128, 'bf16', causal=True, q_bufs=2); "
+            "sys.stdout.write(str(c.metadata.shared) + '\\n' + c.asm['ptx'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shared, ptx = proc.stdout.split("\n", 1)
+    assert 224 * 1024 <= int(shared) <= kern.SMEM_BYTES, shared
+    assert "wgmma.wait_group.sync.aligned 1" in ptx and "cp.async.bulk.tensor.3d" in ptx
+
+
 def _generated(text, marker):
     start = text.index("<!-- generated table: " + marker)
     start = text.index("\n", start) + 1
@@ -172,6 +191,25 @@ def test_choice_table_is_the_sweeps_rule():
         assert flash_fa3.choose(row["d"], row["causal"], row["n"]) == flash_fa3.Variant(**row["fwd"][name]["variant"])
 
 
+def test_withdrawn_variants_are_skipped_alike_in_python_and_on_the_page():
+    """The rule and Episode 5's sweep table skip the same withdrawn Variant fields, and a
+    withdrawn field is one the kernel's Variant no longer has."""
+    import dataclasses
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import fa3_h200_variants as sweep
+    finally:
+        sys.path.pop(0)
+    js = (ROOT / "site" / "js" / "fa3-episode.js").read_text(encoding="utf-8")
+    listed = re.search(r"const WITHDRAWN = \[([^\]]*)\]", js).group(1)
+    assert sorted(re.findall(r'"(\w+)"', listed)) == sorted(sweep.WITHDRAWN)
+    assert not set(sweep.WITHDRAWN) & {f.name for f in dataclasses.fields(flash_fa3.Variant)}
+    record = json.loads((ROOT / "bench" / "results" / "fa3_h200_variants_run6.json").read_text(encoding="utf-8"))
+    for row in record["rows"]:
+        assert "cross" not in row["fwd"][sweep.best(row)]["variant"], (row["d"], row["n"], row["causal"])
+
+
 @pytest.mark.parametrize("marker, script, record", [
     ("triton_h200.py --markdown-fa3", "triton_h200.py", "triton_h200.json"),
     ("fa3_h200.py --markdown bench/results/fa3_h200.json", "fa3_h200.py", "fa3_h200.json"),
@@ -180,6 +218,8 @@ def test_choice_table_is_the_sweeps_rule():
      "fa3_h200_variants_run4.json"),
     ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants.json", "fa3_h200_variants.py",
      "fa3_h200_variants.json"),
+    ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants_run6.json", "fa3_h200_variants.py",
+     "fa3_h200_variants_run6.json"),
 ])
 def test_fa3_md_tables_are_the_records(marker, script, record):
     """bench/FA3.md's tables are generated from the recorded H200 runs, never typed."""

@@ -74,13 +74,29 @@ V = flash_fa3.Variant
     (V(balance=True), 128), (V(balance=True, persistent=False), 128), (V(consumers=3, stages=3, balance=True), 64),
     (V(consumers=3, stages=3, balance=True, persistent=False), 64), (V(stages=3, kv_fused=True, balance=True), 64),
     (V(snake=True), 128), (V(pingpong=False, snake=True), 128), (V(consumers=3, stages=3, snake=True), 64),
+    (V(q_bufs=2), 128), (V(snake=True, q_bufs=2), 128), (V(stages=2, snake=True, q_bufs=2), 64),
+    (V(consumers=3, stages=3, q_bufs=2), 64), (V(consumers=3, stages=3, pingpong=False, q_bufs=2), 64),
 ])
 @pytest.mark.parametrize("n", [1000, 4097])
 @pytest.mark.parametrize("causal", [False, True])
 def test_variants_stay_correct(variant, d, n, causal):
     """Every candidate of bench/fa3_h200_variants.py: three warpgroups (192-row items, a ragged
-    last item at both N), fused K/V barriers, the longest-first and snake causal schedules."""
+    last item at both N), fused K/V barriers, the longest-first and snake causal schedules, two
+    Q buffers per consumer."""
     q, k, v = _inputs(2, 3, n, d, torch.bfloat16, seed=n + d)
+    _check(q, k, v, causal, variant=variant)
+
+
+@pytest.mark.parametrize("variant, d", [
+    (V(), 128), (V(q_bufs=2), 128), (V(snake=True, q_bufs=2), 128), (V(balance=True, q_bufs=2), 128),
+    (V(stages=2, snake=True), 64), (V(stages=2, snake=True, q_bufs=2), 64), (V(consumers=3, stages=3, q_bufs=2), 64),
+])
+@pytest.mark.parametrize("causal", [False, True])
+def test_many_items_per_program(variant, d, causal):
+    """The benchmark's N = 1024 layout (128 heads, N = 1000 here: the last item ragged): each
+    persistent program runs 7 to 8 items, so every Q buffer is reused several times, in every
+    order the schedules deal (the other tests give a program one or two items)."""
+    q, k, v = _inputs(8, 16, 1000, d, torch.bfloat16, seed=11 + d)
     _check(q, k, v, causal, variant=variant)
 
 

@@ -199,7 +199,10 @@ function standing(rec) {
 // A candidate's name in bench/fa3_h200_variants.py, in words.
 const PARTS = [["2wg", "two warpgroups"], ["3wg", "three warpgroups"], ["_nopp", "no ping-pong"],
   ["_item", "one program per item"], ["_bal", "longest first"], ["_snake", "snake order"], ["_kvf", "fused K/V barriers"],
-  ["_n64", "64-key tiles"], ["_s3", "3-slot ring"]];
+  ["_n64", "64-key tiles"], ["_s3", "3-slot ring"], ["_q2", "two Q buffers"], ["_x", "cross-item overlap"]];
+// Variant fields the kernel no longer has (bench/fa3_h200_variants.py's WITHDRAWN, with the reason):
+// a recorded candidate that uses one is never the chosen one, as in the Python rule.
+const WITHDRAWN = ["cross"];
 const describe = (name) => PARTS.filter(([p]) => name.includes(p)).map(([, words]) => words).join(", ");
 const shapeText = (r) => `d = ${r.d}, N = ${r.n}${r.causal ? ", causal" : ""}`;
 
@@ -207,7 +210,8 @@ const shapeText = (r) => `d = ${r.d}, N = ${r.n}${r.causal ? ", causal" : ""}`;
 // passed the float64 check, against the previous default and cuDNN (same run).
 function variantsTable(rec) {
   const fastest = (row) => {
-    const ok = Object.entries(row.fwd).filter(([n, r]) => n !== "cudnn" && r.check && r.check.ok);
+    const ok = Object.entries(row.fwd).filter(([n, r]) => n !== "cudnn" && r.check && r.check.ok &&
+      !WITHDRAWN.some((field) => r.variant && field in r.variant));
     return ok.reduce((a, b) => (b[1].ms < a[1].ms ? b : a));
   };
   const x = (r, row) => `${(r.tflops / tf(row, "cudnn")).toFixed(2)}×`;

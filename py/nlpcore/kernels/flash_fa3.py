@@ -97,6 +97,7 @@ class Variant:
     balance: bool = False  # causal: items longest first across heads, dealt in a snake
     snake: bool = False  # causal: items dealt in a snake, head by head (keeps a head's K, V in L2)
     kv_fused: bool = False  # one ready and one empty barrier per ring slot for K and V together
+    q_bufs: int = 1  # Q tiles per consumer: 2 lets the next item's Q, K0 and V0 load during this one
 
 
 # Which variant runs where: (head dim, causal, largest N or None, variant), first match wins.
@@ -164,7 +165,7 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=None,
         return flash_triton.forward(q, k, v, causal=causal, scale=scale)
     var = variant or choose(q.shape[3], causal, q.shape[2])
     if not warp_spec:  # one 8-warp program per item issues its own copies: two warpgroups in step
-        var = dataclasses.replace(var, consumers=2, pingpong=False, persistent=False, kv_fused=False)
+        var = dataclasses.replace(var, consumers=2, pingpong=False, persistent=False, kv_fused=False, q_bufs=1)
     if pingpong is not None:
         var = dataclasses.replace(var, pingpong=bool(pingpong))
     if persistent is not None:
@@ -188,7 +189,10 @@ def _run(q, k, v, causal, scale, warp_spec, overlap, var):
     from . import flash_fa3_gluon as kern
 
     B, H, N, d = q.shape
-    if not kern.fits(d, var.block_n, var.stages, warp_spec, var.consumers):
+    q_bufs = var.q_bufs
+    if q_bufs not in (1, 2):
+        raise ValueError(f"variant {var}: q_bufs must be 1 or 2, got {var.q_bufs}")
+    if not kern.fits(d, var.block_n, var.stages, warp_spec, var.consumers, q_bufs=q_bufs):
         raise ValueError(f"variant {var} does not fit shared memory at d={d}")
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     q3, k3, v3 = (t.contiguous().reshape(B * H, N, d) for t in (q, k, v))  # (B·H, N, d)
@@ -208,7 +212,7 @@ def _run(q, k, v, causal, scale, warp_spec, overlap, var):
         HEAD_DIM=d, BLOCK_N=var.block_n, STAGES=var.stages, CAUSAL=bool(causal), WARP_SPEC=bool(warp_spec),
         PINGPONG=var.pingpong, OVERLAP=bool(overlap), NUM_CONSUMERS=var.consumers,
         BALANCE=var.balance and bool(causal), SNAKE=(var.balance or var.snake) and bool(causal),
-        KV_FUSED=var.kv_fused, num_warps=4 if warp_spec else 8)
+        KV_FUSED=var.kv_fused, Q_BUFS=q_bufs, num_warps=4 if warp_spec else 8)
     return o3.reshape(B, H, N, d), lse
 
 

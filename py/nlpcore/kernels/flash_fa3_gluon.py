@@ -30,7 +30,8 @@ one program per item or, with WARP_SPEC, persistent: one program per SM that tak
 in rounds (``_n_items``, ``_item``; with SNAKE odd rounds are dealt in reverse, which evens out
 causal items of unequal cost); the ring positions and barrier phases then carry on from item
 to item, Q has its own "empty" barrier and O its own shared tile, so the next item's loads
-start during this one's epilogue. Which launch runs at which shape is flash_fa3.CHOICES,
+start during this one's epilogue — or, with two Q buffers per consumer (``Q_BUFS``), while
+this item still runs. Which launch runs at which shape is flash_fa3.CHOICES,
 measured on the H200; bench/FA3.md has what each technique and launch buys.
 
 Per consumer warpgroup, with the overlap (S = scores, P = probabilities, O = accumulator)::
@@ -140,17 +141,20 @@ def _item(i, SNAKE: gl.constexpr):
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, q_empty, k_empty,
               v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
               BLOCK_N: gl.constexpr, NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr,
-              SNAKE: gl.constexpr, KV_FUSED: gl.constexpr):
+              SNAKE: gl.constexpr, KV_FUSED: gl.constexpr, Q_BUFS: gl.constexpr):
     """The producer warp (WARP_SPEC): for each work item of this program, Q for every consumer,
-    then K and V around the ring. Ring positions count on across work items. With KV_FUSED a
-    slot's K and V share one "ready" and one "empty" barrier (half the hand-overs)."""
+    then K and V around the ring. Ring positions count on across work items. Item n's Q goes to
+    buffer n % Q_BUFS: with two, it waits for item n-2's Q to be released, not item n-1's, so
+    the next item's Q, K0 and V0 are loaded while the consumers still work on this one. With
+    KV_FUSED a slot's K and V share one "ready" and one "empty" barrier (half the hand-overs)."""
     c = 0  # ring position: tiles of K (and of V) issued so far by this program
     for n_done in range(_n_items(n_tiles, SNAKE)):
         bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
                                     NUM_CONSUMERS * WG_ROWS, BLOCK_N)
-        for i in gl.static_range(NUM_CONSUMERS):  # one Q tile (64 rows) per consumer, once it released the last
-            mbarrier.wait(q_empty.index(i), (n_done & 1) ^ 1)
-            _load(q_desc, q_smem, q_ready, i, bh, off_m + i * WG_ROWS)
+        for i in gl.static_range(NUM_CONSUMERS):  # one Q tile (64 rows) per consumer, once its buffer is free
+            q_idx = (n_done % Q_BUFS) * NUM_CONSUMERS + i
+            mbarrier.wait(q_empty.index(q_idx), ((n_done // Q_BUFS) & 1) ^ 1)
+            _load(q_desc, q_smem, q_ready, q_idx, bh, off_m + i * WG_ROWS)
         for j in range(n_blocks):
             slot = c % STAGES
             # Wait until every consumer released the slot. A fresh barrier counts as having
@@ -203,52 +207,47 @@ def _softmax_step(s, m_i, l_i, kb, q_row0, n_ctx, qk_scale, CAUSAL: gl.constexpr
 
 
 @gluon.jit
-def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
-                   q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
-                   bh, off_m, n_ctx, n_blocks, qk_scale, c0, q_phase, turn_phase,
-                   WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-                   STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                   SELF_LOAD: gl.constexpr, NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr):
-    """One work item (64 query rows of one head, or 128 without WARP_SPEC) on one consumer.
-    c0 is the ring position of its first key tile; returns the ping-pong token's next parity.
-    The token goes round the NUM_CONSUMERS warpgroups: WG hands it to WG + 1."""
-    NEXT: gl.constexpr = (WG + 1) % NUM_CONSUMERS  # the warpgroup this one hands the token to
-    ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4  # 64 query rows per warpgroup
-    s_layout: gl.constexpr = _mma_layout(BLOCK_N, NUM_WARPS)  # S tile (ROWS, Bc), fp32
-    o_layout: gl.constexpr = _mma_layout(HEAD_DIM, NUM_WARPS)  # O accumulator (ROWS, d), fp32
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    dtype: gl.constexpr = k_desc.dtype
-    ROW0: gl.constexpr = WG * ROWS  # this warpgroup's first row within the program's 128
-    q_row0 = off_m + ROW0
-
-    if SELF_LOAD:  # no producer warp: start Q's copy and the ring's first STAGES tiles here
-        _load(q_desc, q_smem, q_ready, 0, bh, off_m)
-        for i in gl.static_range(STAGES):
-            _load(k_desc, k_smem, k_ready, i, bh, i * BLOCK_N, pred=i < n_blocks)
-            _load(v_desc, v_smem, v_ready, i, bh, i * BLOCK_N, pred=i < n_blocks)
-    q = q_smem.index(WG).reshape([ROWS, HEAD_DIM])  # (ROWS, d)
-    m_i = gl.full([ROWS], -float("inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
-    l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
-    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
-    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
-    mbarrier.wait(q_ready.index(WG), q_phase)
-
-    # Prologue: S0 = Q K0ᵀ and its softmax.
+def _first_tile(q, k_desc, k_smem, k_ready, k_empty, turn, bh, q_row0, n_ctx, n_blocks, qk_scale, c0,
+                turn_phase, WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr,
+                HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
+                SELF_LOAD: gl.constexpr, NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr):
+    """An item's first step, S0 = Q K0ᵀ and its softmax (no P V yet to overlap it with).
+    Returns P0 as wgmma's register operand, (m, l) and the token's parity."""
+    ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4
+    s_layout: gl.constexpr = _mma_layout(BLOCK_N, NUM_WARPS)
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=_mma_layout(HEAD_DIM, NUM_WARPS),
+                                                 k_width=2)
     slot0 = c0 % STAGES
     mbarrier.wait(k_ready.index(slot0), (c0 // STAGES) & 1)
     if PINGPONG:
         mbarrier.wait(turn.index(WG), turn_phase)
         turn_phase ^= 1
-    s_tok = warpgroup_mma(q, k_smem.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), s_zero,
-                          use_acc=False, is_async=True)
+    s_tok = warpgroup_mma(q, k_smem.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
+                          gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout), use_acc=False, is_async=True)
     if PINGPONG:
-        mbarrier.arrive(turn.index(NEXT))
+        mbarrier.arrive(turn.index((WG + 1) % NUM_CONSUMERS))
     s = warpgroup_mma_wait(0, deps=(s_tok,))
     if not KV_FUSED:  # (fused: the slot is released once, after P V)
         _release(k_desc, k_smem, k_ready, k_empty, slot0, bh, STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+    m_i = gl.full([ROWS], -float("inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
     p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, q_row0, n_ctx, qk_scale, CAUSAL, ROWS, BLOCK_N, s_layout)
-    p_op = gl.convert_layout(p.to(dtype), p_layout)  # P as wgmma's register operand
+    return gl.convert_layout(p.to(k_desc.dtype), p_layout), m_i, l_i, turn_phase
 
+
+@gluon.jit
+def _key_tiles(q, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, acc, p_op, m_i, l_i,
+               bh, q_row0, n_ctx, n_blocks, qk_scale, c0, turn_phase, WG: gl.constexpr, NUM_WARPS: gl.constexpr,
+               BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+               PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, SELF_LOAD: gl.constexpr,
+               NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr):
+    """Key tiles 1 .. T-1 of an item (c0: ring position of its tile 0): Sj = Q Kjᵀ and
+    O += P Vj-1 issued together, the softmax of Sj under P Vj-1 (OVERLAP)."""
+    ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4
+    s_layout: gl.constexpr = _mma_layout(BLOCK_N, NUM_WARPS)  # S tile (ROWS, Bc), fp32
+    o_layout: gl.constexpr = _mma_layout(HEAD_DIM, NUM_WARPS)  # O accumulator (ROWS, d), fp32
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)
     for j in range(1, n_blocks):
         c = c0 + j  # ring position of key tile j
         slot = c % STAGES
@@ -264,7 +263,7 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
         s_tok = warpgroup_mma(q, k_j, s_zero, use_acc=False, is_async=True)  # Sj = Q Kjᵀ
         o_tok = warpgroup_mma(p_op, v_prev, acc, is_async=True)  # O += P Vj-1
         if PINGPONG:  # hand the token over: the next warpgroup may issue its products
-            mbarrier.arrive(turn.index(NEXT))
+            mbarrier.arrive(turn.index((WG + 1) % NUM_CONSUMERS))
         if OVERLAP:
             # Softmax of Sj while P Vj-1 still runs on the tensor cores.
             s = warpgroup_mma_wait(1, deps=(s_tok,))  # products retire in order: Sj is done
@@ -285,12 +284,59 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
         else:
             _release(v_desc, v_smem, v_ready, v_empty, prev, bh, j - 1 + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
         acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
-        p_op = gl.convert_layout(p.to(dtype), p_layout)
+        p_op = gl.convert_layout(p.to(k_desc.dtype), p_layout)
+    return acc, p_op, m_i, l_i, turn_phase
 
+
+@gluon.jit
+def _store_o(o_desc, lse_ptr, o_smem, acc, m_i, l_i, bh, q_row0, n_ctx, WG: gl.constexpr,
+             NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
+    """An item's end: O = acc / l, lse = m + log l; O leaves through its shared tile and TMA."""
+    ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4
+    o_layout: gl.constexpr = _mma_layout(HEAD_DIM, NUM_WARPS)
+    acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
+    rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, _mma_layout(BLOCK_N, NUM_WARPS)))
+    gl.store(lse_ptr + bh * n_ctx + rows, (m_i + gl.log2(l_i)) * LN2, mask=rows < n_ctx)
+    o_tile = o_smem.index(WG)
+    tma.store_wait(0)  # the previous item's O has left o_tile
+    o_tile.reshape([ROWS, HEAD_DIM]).store(acc.to(o_desc.dtype))
+    fence_async_shared()
+    _tma_store(o_desc, [bh, q_row0, 0], o_tile)
+
+
+@gluon.jit
+def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
+                   q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
+                   bh, off_m, n_ctx, n_blocks, qk_scale, c0, q_idx, q_phase, turn_phase,
+                   WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+                   STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
+                   SELF_LOAD: gl.constexpr, NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr):
+    """One work item (64 query rows of one head, or 128 without WARP_SPEC) on one consumer:
+    Q in q_smem[q_idx], c0 the ring position of its first key tile; returns the ping-pong
+    token's next parity. The token goes round the warpgroups: WG hands it to WG + 1."""
+    ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4  # 64 query rows per warpgroup
+    q_row0 = off_m + WG * ROWS  # this warpgroup's first query row
+    if SELF_LOAD:  # no producer warp: start Q's copy and the ring's first STAGES tiles here
+        _load(q_desc, q_smem, q_ready, 0, bh, off_m)
+        for i in gl.static_range(STAGES):
+            _load(k_desc, k_smem, k_ready, i, bh, i * BLOCK_N, pred=i < n_blocks)
+            _load(v_desc, v_smem, v_ready, i, bh, i * BLOCK_N, pred=i < n_blocks)
+    q = q_smem.index(q_idx).reshape([ROWS, HEAD_DIM])  # (ROWS, d)
+    mbarrier.wait(q_ready.index(q_idx), q_phase)
+    p_op, m_i, l_i, turn_phase = _first_tile(q, k_desc, k_smem, k_ready, k_empty, turn, bh, q_row0, n_ctx,
+                                             n_blocks, qk_scale, c0, turn_phase, WG, NUM_WARPS, BLOCK_N,
+                                             HEAD_DIM, STAGES, CAUSAL, PINGPONG, SELF_LOAD, NUM_CONSUMERS,
+                                             KV_FUSED)
+    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=_mma_layout(HEAD_DIM, NUM_WARPS))
+    acc, p_op, m_i, l_i, turn_phase = _key_tiles(q, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty,
+                                                 v_empty, turn, acc, p_op, m_i, l_i, bh, q_row0, n_ctx, n_blocks,
+                                                 qk_scale, c0, turn_phase, WG, NUM_WARPS, BLOCK_N, HEAD_DIM,
+                                                 STAGES, CAUSAL, PINGPONG, OVERLAP, SELF_LOAD, NUM_CONSUMERS,
+                                                 KV_FUSED)
     # Epilogue: Q is no longer read (the producer may load the next item's), the last P V,
     # normalise, write lse and O (through shared memory and TMA).
     if not SELF_LOAD:
-        mbarrier.arrive(q_empty.index(WG))
+        mbarrier.arrive(q_empty.index(q_idx))
     last = (c0 + n_blocks - 1) % STAGES
     if not KV_FUSED:
         mbarrier.wait(v_ready.index(last), ((c0 + n_blocks - 1) // STAGES) & 1)
@@ -300,14 +346,7 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
         mbarrier.arrive(k_empty.index(last))
     elif not SELF_LOAD:
         mbarrier.arrive(v_empty.index(last))
-    acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
-    rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
-    gl.store(lse_ptr + bh * n_ctx + rows, (m_i + gl.log2(l_i)) * LN2, mask=rows < n_ctx)
-    o_tile = o_smem.index(WG)
-    tma.store_wait(0)  # the previous item's O has left o_tile
-    o_tile.reshape([ROWS, HEAD_DIM]).store(acc.to(dtype))
-    fence_async_shared()
-    _tma_store(o_desc, [bh, q_row0, 0], o_tile)
+    _store_o(o_desc, lse_ptr, o_smem, acc, m_i, l_i, bh, q_row0, n_ctx, WG, NUM_WARPS, BLOCK_N, HEAD_DIM)
     return turn_phase
 
 
@@ -317,8 +356,10 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
               qk_scale, WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
               CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
               NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr, SNAKE: gl.constexpr,
-              KV_FUSED: gl.constexpr):
-    """Consumer warpgroup WG (WARP_SPEC): the work items of this program, one after another."""
+              KV_FUSED: gl.constexpr, Q_BUFS: gl.constexpr):
+    """Consumer warpgroup WG (WARP_SPEC): the work items of this program, one after another.
+    Item n's Q is in buffer n % Q_BUFS (two: the producer loads the next item's Q, and then
+    its first K and V, while this one runs)."""
     c = 0  # ring position, as the producer counts it
     # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
     # fresh barrier); each other warpgroup waits for the hand-over of the one before it.
@@ -326,9 +367,10 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
     for n_done in range(_n_items(n_tiles, SNAKE)):
         bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
                                     NUM_CONSUMERS * WG_ROWS, BLOCK_N)
+        q_idx = (n_done % Q_BUFS) * NUM_CONSUMERS + WG
         turn_phase = _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem,
-                                    q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
-                                    bh, off_m, n_ctx, n_blocks, qk_scale, c, n_done & 1, turn_phase,
+                                    q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, bh, off_m,
+                                    n_ctx, n_blocks, qk_scale, c, q_idx, (n_done // Q_BUFS) & 1, turn_phase,
                                     WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False,
                                     NUM_CONSUMERS, KV_FUSED)
         c += n_blocks
@@ -341,7 +383,7 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                    CAUSAL: gl.constexpr, WARP_SPEC: gl.constexpr, PINGPONG: gl.constexpr,
                    OVERLAP: gl.constexpr, NUM_CONSUMERS: gl.constexpr = 2, BALANCE: gl.constexpr = False,
-                   SNAKE: gl.constexpr = False, KV_FUSED: gl.constexpr = False):
+                   SNAKE: gl.constexpr = False, KV_FUSED: gl.constexpr = False, Q_BUFS: gl.constexpr = 1):
     # q_desc, o_desc: tiles (1, 64, d) with WARP_SPEC, else (1, 128, d) of (B·H, N, d)
     # k_desc, v_desc: tiles (1, Bc, d);  lse_ptr: fp32 (B·H, N);  n_bh = B·H
     # The grid is 1-d. One program per work item, or (persistent, WARP_SPEC only) one per SM,
@@ -349,13 +391,14 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
     # NUM_CONSUMERS (WARP_SPEC): 2 or 3 consumer warpgroups, so a work item is 128 or 192 query
     # rows; BALANCE: causal items longest first across heads; SNAKE: items dealt to the
     # persistent programs in a snake; KV_FUSED: one ready and one empty barrier per ring slot
-    # for K and V together.
-    NUM_Q: gl.constexpr = NUM_CONSUMERS if WARP_SPEC else 1
+    # for K and V together; Q_BUFS: Q tiles per consumer (2: the next item's Q loads during this
+    # one).
+    NUM_Q: gl.constexpr = NUM_CONSUMERS * Q_BUFS if WARP_SPEC else 1
     BLOCK_M: gl.constexpr = NUM_CONSUMERS * WG_ROWS if WARP_SPEC else 2 * WG_ROWS  # query rows per item
     n_mblocks = (n_ctx + BLOCK_M - 1) // BLOCK_M
     n_tiles = n_mblocks * n_bh
 
-    # Shared memory: Q per consumer, O per consumer (with WARP_SPEC; else O reuses Q's
+    # Shared memory: Q per consumer (and buffer), O per consumer (with WARP_SPEC; else O reuses Q's
     # tile), and the K/V ring of STAGES slots.
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [NUM_Q] + q_desc.block_type.shape, q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
@@ -382,44 +425,44 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
     fence_async_shared()
 
     if WARP_SPEC:
-        o_smem = gl.allocate_shared_memory(o_desc.dtype, [NUM_Q] + o_desc.block_type.shape, o_desc.layout)
+        o_smem = gl.allocate_shared_memory(o_desc.dtype, [NUM_CONSUMERS] + o_desc.block_type.shape, o_desc.layout)
         if NUM_CONSUMERS == 2:
             gl.warp_specialize(
                 [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED)),  # consumer warpgroup 0
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),  # consumer warpgroup 0
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED)),  # consumer warpgroup 1
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),  # consumer warpgroup 1
                  (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
                               q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
-                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED))],  # the producer warp
+                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED, Q_BUFS))],  # the producer warp
                 [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
         else:  # three consumer warpgroups (FlashAttention-3's choice at d = 64), fewer registers each
             gl.warp_specialize(
                 [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 2, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
                  (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
                               q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
-                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED))],
+                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED, Q_BUFS))],
                 [4, 4, 1], [CONSUMER_REGS_3, CONSUMER_REGS_3, PRODUCER_REGS])
     else:  # one work item per program, both warpgroups in step, copies issued here
         bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE, BLOCK_M, BLOCK_N)
         _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, q_smem, k_smem, v_smem,
                        q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
-                       bh, off_m, n_ctx, n_blocks, qk_scale, 0, 0, 0,
+                       bh, off_m, n_ctx, n_blocks, qk_scale, 0, 0, 0, 0,
                        0, 8, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, False, OVERLAP, True, 2, False)
         tma.store_wait(0)
 
@@ -434,9 +477,9 @@ SMEM_BYTES = 227 * 1024  # shared memory one program may use on sm_90
 BARRIER_BYTES = 256  # the mbarriers, rounded up
 
 
-def fits(head_dim, block_n, stages, warp_spec, consumers=2, elem_bytes=2):
-    """Whether Q, O and the K/V ring fit one program's shared memory."""
-    q_o = (2 * consumers if warp_spec else 2) * WG_ROWS.value * head_dim * elem_bytes
+def fits(head_dim, block_n, stages, warp_spec, consumers=2, elem_bytes=2, q_bufs=1):
+    """Whether Q (q_bufs tiles per consumer), O and the K/V ring fit one program's shared memory."""
+    q_o = ((1 + q_bufs) * consumers if warp_spec else 2) * WG_ROWS.value * head_dim * elem_bytes
     ring = stages * 2 * block_n * head_dim * elem_bytes
     return q_o + ring + BARRIER_BYTES <= SMEM_BYTES
 
@@ -451,7 +494,8 @@ def layouts(head_dim, dtype_name, warp_spec, block_n):
 
 
 def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=True, pingpong=True,
-                       overlap=True, block_n=128, stages=2, consumers=2, balance=False, kv_fused=False):
+                       overlap=True, block_n=128, stages=2, consumers=2, balance=False, kv_fused=False,
+                       q_bufs=1, snake=False):
     """Compile the kernel for sm_90a without a GPU (to read its PTX and check its structure)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -464,11 +508,11 @@ def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=
                  "n_ctx": "i32", "n_bh": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
                  "STAGES": "constexpr", "CAUSAL": "constexpr", "WARP_SPEC": "constexpr",
                  "PINGPONG": "constexpr", "OVERLAP": "constexpr", "NUM_CONSUMERS": "constexpr",
-                 "BALANCE": "constexpr", "SNAKE": "constexpr", "KV_FUSED": "constexpr"}
+                 "BALANCE": "constexpr", "SNAKE": "constexpr", "KV_FUSED": "constexpr", "Q_BUFS": "constexpr"}
     constexprs = {"HEAD_DIM": head_dim, "BLOCK_N": block_n, "STAGES": stages, "CAUSAL": causal,
                   "WARP_SPEC": warp_spec, "PINGPONG": pingpong and warp_spec, "OVERLAP": overlap,
-                  "NUM_CONSUMERS": consumers if warp_spec else 2, "BALANCE": balance, "SNAKE": balance,
-                  "KV_FUSED": kv_fused and warp_spec}
+                  "NUM_CONSUMERS": consumers if warp_spec else 2, "BALANCE": balance, "SNAKE": balance or snake,
+                  "KV_FUSED": kv_fused and warp_spec, "Q_BUFS": q_bufs}
     src = GluonASTSource(fa3_fwd_kernel, signature, constexprs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": 4 if warp_spec else 8})
