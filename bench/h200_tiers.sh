@@ -2,7 +2,8 @@
 # The WGSL tiers on the H200, both engines (bench/README.md, "WGSL tiers on the H200"). Run from a
 # folder holding py/, bench/ and wgsl/, with the carried .gl/ (Vulkan loader), .whl/ (wgpu) and
 # DAWN (node.xz, dawn.node.xz) given as $GL, $WHL, $DAWN. Usage: h200_tiers.sh probe|full OUTDIR
-# (probe: N = 16384, 16 heads, d = 64 only, with the variants; full: the recorded grid)
+# (probe: N = 16384, 16 heads, d = $DS (64) only, with the variants and $ACCURACY (e.g. --accuracy);
+# full: the recorded grid)
 set -u
 mode=$1; out=$2
 for f in $GL/*.deb; do dpkg -x $f /; done; ldconfig
@@ -18,8 +19,8 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_thr
 common="--node /tmp/dawn/node --dawn-node /tmp/dawn/dawn.node"
 if [ "$mode" = probe ]; then
   PYTHONPATH=py:${ROOT:-.} timeout 300 python3 bench/webgpu_attention.py --tiers ${TIERS:-portable,subgroup,f16,int8} \
-    --engines ${ENGINES:-dawn,wgpu-py} --d 64 --heads 16 --sizes 16384 --causal no,yes --repeats ${REPEATS:-5} \
-    --tier-variants $common --out $out/probe.json
+    --engines ${ENGINES:-dawn,wgpu-py} --d ${DS:-64} --heads 16 --sizes 16384 --causal no,yes --repeats ${REPEATS:-5} \
+    --tier-variants ${ACCURACY:-} $common --out $out/probe.json
 else
   PYTHONPATH=py:${ROOT:-.} timeout 560 python3 bench/webgpu_attention.py --tiers ${TIERS:-portable,subgroup,f16,int8} \
     --engines ${ENGINES:-dawn,wgpu-py} --d 64,128 --heads 1,16 --sizes ${SIZES:-1024,2048,4096,8192,16384} \

@@ -457,8 +457,12 @@ TIER_LIMITS = {
            "shader-f16 on this driver, so only wgpu-py ran it",
     "int8": "Q Kᵀ runs on the tensor cores, but the online softmax and P·V stay float32 on CUDA cores, as much work as "
             "the whole portable kernel does (which runs about as fast); the three quantisation passes cost 3 % (main "
-            "pass alone: variants) and 64-row, 32-key tiles were slower. Next: P·V on subgroup matrices too (P and V "
-            "to int8), and the softmax once per tile instead of every four keys",
+            "pass alone: variants) and 64-row, 32-key tiles were slower. Tried since, and slower than this design "
+            "(bench/results/webgpu_h200_int8pv.json, all tiers in one run): P·V on subgroup matrices too (P against "
+            "each tile's row max and V per channel to int8) with the softmax once per tile; each of its two matrix "
+            "blocks, loading its int8 operands from storage buffers for every 16 x 16 product, took about as long as "
+            "everything else in the main pass (its variants time the main pass without either block). Next: stage the int8 K, V "
+            "and P tiles in workgroup memory for the matrix loads",
 }
 
 
