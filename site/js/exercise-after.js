@@ -16,7 +16,7 @@ const $ = (id) => document.getElementById(id);
 /* Shows (passed) or hides the comparison with the reference for `step`; getCode() reads the editor. */
 export function showAfterPass(step, passed, getCode) {
   const box = $("after-pass");
-  box.hidden = !passed || !step.solution;
+  box.hidden = !passed || !(step.solution || step.solution_held);  // a Predict step's arrives later
   $("diff-host").replaceChildren();
   $("compare-reference").setAttribute("aria-expanded", "false");
   $("compare-reference").onclick = () => {
@@ -24,6 +24,11 @@ export function showAfterPass(step, passed, getCode) {
     $("compare-reference").setAttribute("aria-expanded", String(!open));
     if (open) {
       $("diff-host").replaceChildren();
+      return;
+    }
+    if (!step.solution) {  // held back until the first prediction (js/exercise-predict.js)
+      $("diff-host").replaceChildren(el("p", {class: "small", text: "The reference solution has not " +
+                                                 "arrived from Python yet: try again in a moment."}));
       return;
     }
     const {node, differ} = renderSideBySide(getCode(), step.solution);
