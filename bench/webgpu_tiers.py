@@ -508,8 +508,13 @@ TIER_LIMITS = {
             "(bench/results/webgpu_h200_int8pv.json, all tiers in one run): P·V on subgroup matrices too (P against "
             "each tile's row max and V per channel to int8) with the softmax once per tile; each of its two matrix "
             "blocks, loading its int8 operands from storage buffers for every 16 x 16 product, took about as long as "
-            "everything else in the main pass (its variants time the main pass without either block). Next: stage the int8 K, V "
-            "and P tiles in workgroup memory for the matrix loads",
+            "everything else in the main pass (its variants time the main pass without either block). Staging each key "
+            "tile's int8 K and V in workgroup memory for those loads (bench/results/webgpu_h200_probe_int8staged.json) "
+            "made both blocks cheaper (33 -> 24 and 30 -> 18 ms) but the pass slower still (8.4 TFLOP/s): the rest of "
+            "it grew from 38 to 90 ms, by inference the copy's global loads, with 64 invocations and 47 KiB of "
+            "workgroup memory a workgroup leaving few warps to hide them (not profiled). Next: less workgroup memory "
+            "(S and P·V tiles sharing one array) or more rows a workgroup, and the next tile's copy issued before "
+            "this tile's products",
 }
 
 
