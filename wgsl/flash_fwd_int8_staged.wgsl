@@ -152,12 +152,7 @@ override SG: u32;
 
 @group(0) @binding(0) var<uniform> params: Params;
 // #include flash_fwd.wgsl bindings
-@group(0) @binding(7) var<storage, read_write> q8: array<i32>;
-@group(0) @binding(8) var<storage, read_write> k8: array<i32>;
-@group(0) @binding(9) var<storage, read_write> q_scale: array<f32>;
-@group(0) @binding(10) var<storage, read_write> k_scale: array<f32>;
-@group(0) @binding(11) var<storage, read_write> k_sum: array<f32>;
-@group(0) @binding(12) var<storage, read_write> q_shift: array<f32>;
+// #include flash_fwd_int8.wgsl int8 bindings
 @group(0) @binding(13) var<storage, read_write> v8: array<i32>;
 @group(0) @binding(14) var<storage, read_write> v_scale: array<f32>;
 
@@ -306,50 +301,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   }
 }
 
-// Column sums of the BC keys of block wg.x: k_sum[b, j, :] = Σ_c k[b, k0 + c, :], in key order.
-@compute @workgroup_size(QWG)
-fn k_sums(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-  let j = wg.x;
-  let b = wg.z;
-  let k0 = j * BC;
-  let cols = min(BC, params.n_k - k0);
-  for (var dd = t; dd < D; dd += QWG) {
-    var total = 0.0;
-    for (var c = 0u; c < cols; c++) {
-      total += k[(b * params.n_k + k0 + c) * D + dd];
-    }
-    k_sum[(b * ceil_div(params.n_k, BC) + j) * D + dd] = total;
-  }
-}
-
-// k̄ (into k_bar), then block j of K - k̄ to int8 with its scale.
-@compute @workgroup_size(QWG)
-fn quantize_k(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-  let j = wg.x;
-  let b = wg.z;
-  let k0 = j * BC;
-  let cols = min(BC, params.n_k - k0);
-  let t_c = ceil_div(params.n_k, BC);
-  mean_key(b, t);
-  workgroupBarrier();
-
-  var amax = 0.0;
-  for (var e = t; e < cols * D; e += QWG) {
-    amax = max(amax, abs(k[(b * params.n_k + k0) * D + e] - k_bar[e % D]));
-  }
-  let s = block_scale(amax, t);
-  if (t == 0u) {
-    k_scale[b * t_c + j] = s;
-  }
-  // Words of four int8s: key c, dims d0 .. d0+3 (D is a multiple of 32, so words never straddle keys).
-  for (var w = t; w < cols * D / 4u; w += QWG) {
-    let at = (b * params.n_k + k0) * D + 4u * w;
-    let d0 = (4u * w) % D;
-    let x = vec4<f32>(k[at], k[at + 1u], k[at + 2u], k[at + 3u])
-          - vec4<f32>(k_bar[d0], k_bar[d0 + 1u], k_bar[d0 + 2u], k_bar[d0 + 3u]);
-    k8[(b * t_c * BC + k0) * D / 4u + w] = pack_i8(x, vec4<f32>(s));
-  }
-}
+// #include flash_fwd_int8.wgsl quantize k
 
 // Block j of V to int8, each head dim (channel) with its own scale max |v[:, c]| / 127.
 @compute @workgroup_size(QWG)
@@ -373,42 +325,13 @@ fn quantize_v(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
   for (var w = t; w < cols * DV / 4u; w += QWG) {
     let at = (b * params.n_k + k0) * DV + 4u * w;
     let d0 = (4u * w) % DV;
-    v8[(b * t_c * BC + k0) * DV / 4u + w] = pack_i8(vec4<f32>(v[at], v[at + 1u], v[at + 2u], v[at + 3u]),
-                                                    vec4<f32>(v_step[d0], v_step[d0 + 1u], v_step[d0 + 2u], v_step[d0 + 3u]));
+    let x = vec4<f32>(v[at], v[at + 1u], v[at + 2u], v[at + 3u])
+          / vec4<f32>(v_step[d0], v_step[d0 + 1u], v_step[d0 + 2u], v_step[d0 + 3u]);
+    v8[(b * t_c * BC + k0) * DV / 4u + w] = pack_i8(x, 1.0);   // x / 1 is x: one rounding, as per channel
   }
 }
 
-// Block i of Q to int8 with its scale, and each row's shift scale·q·k̄.
-@compute @workgroup_size(QWG)
-fn quantize_q(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-  let i = wg.x;
-  let b = wg.z;
-  let q0 = i * BR;
-  let rows = min(BR, params.n_q - q0);
-  let t_r = ceil_div(params.n_q, BR);
-  mean_key(b, t);
-  workgroupBarrier();
-
-  var amax = 0.0;
-  for (var e = t; e < rows * D; e += QWG) {
-    amax = max(amax, abs(q[(b * params.n_q + q0) * D + e]));
-  }
-  let s = block_scale(amax, t);
-  if (t == 0u) {
-    q_scale[b * t_r + i] = s;
-  }
-  for (var w = t; w < rows * D / 4u; w += QWG) {
-    let at = (b * params.n_q + q0) * D + 4u * w;
-    q8[(b * t_r * BR + q0) * D / 4u + w] = pack_i8(vec4<f32>(q[at], q[at + 1u], q[at + 2u], q[at + 3u]), vec4<f32>(s));
-  }
-  for (var r = t; r < rows; r += QWG) {
-    var dot_qk = 0.0;
-    for (var dd = 0u; dd < D; dd++) {
-      dot_qk += q[(b * params.n_q + q0 + r) * D + dd] * k_bar[dd];
-    }
-    q_shift[b * params.n_q + q0 + r] = dot_qk * params.scale;
-  }
-}
+// #include flash_fwd_int8.wgsl quantize q
 
 // Which of keys k0+g .. k0+g+3 row qi may use: those that exist (g+u < cols) and, unless the
 // tile is `open` (no key of it masked for any row), that the masks allow; none for rows past
@@ -454,40 +377,7 @@ fn chunk_rescale_add(o_reg: ptr<function, Chunk>, alpha: f32, beta: f32, at: u32
   (*o_reg)[15] = alpha * (*o_reg)[15] + beta * pv4(at, c + 60u, vs);
 }
 
-// k_bar[d] = (Σ over key blocks, in order, of k_sum[b, j, d]) / Nk.
-fn mean_key(b: u32, t: u32) {
-  let t_c = ceil_div(params.n_k, BC);
-  for (var dd = t; dd < D; dd += QWG) {
-    var total = 0.0;
-    for (var j = 0u; j < t_c; j++) {
-      total += k_sum[(b * t_c + j) * D + dd];
-    }
-    k_bar[dd] = total / f32(params.n_k);
-  }
-}
-
-// The block's int8 scale max|x| / 127 from every invocation's partial max (1 for an all-zero
-// block, whose values quantise to 0 whatever the scale). Contains barriers: call it from
-// uniform control flow.
-fn block_scale(amax: f32, t: u32) -> f32 {
-  red[t] = amax;
-  workgroupBarrier();
-  for (var half = QWG / 2u; half > 0u; half >>= 1u) {
-    if (t < half) {
-      red[t] = max(red[t], red[t + half]);
-    }
-    workgroupBarrier();
-  }
-  let top = red[0];
-  return select(top / 127.0, 1.0, top == 0.0);
-}
-
-// Four values to int8 (round(x / s) clamped to ±127, half to even), packed little-endian.
-fn pack_i8(x: vec4<f32>, s: vec4<f32>) -> i32 {
-  let n = vec4<i32>(round(clamp(x / s, vec4<f32>(-127.0), vec4<f32>(127.0))));
-  let u = vec4<u32>(bitcast<vec4<u32>>(n) & vec4<u32>(0xffu));
-  return bitcast<i32>(u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u));
-}
+// #include flash_fwd_int8.wgsl quantisation helpers
 
 // #include flash_fwd.wgsl basics
 

@@ -170,15 +170,7 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
         o (..., Nq, dv) float32, 0 in rows with no allowed key; lse (..., Nq) float32, -inf there.
     """
     launch, plan = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan)
-    n_batch, n_q, n_k, d, t_r, t_c = int8._sizes(launch, plan)
-    quant = quantize(launch, plan)
-    dv = plan.dv
-    o = np.zeros(n_batch * n_q * dv, dtype=np.float32)
-    lse = np.zeros(n_batch * n_q, dtype=np.float32)
-    for b in range(n_batch):
-        for i in range(t_r):
-            _workgroup(launch, plan, quant, b, i, o, lse)
-    return mirror._decode(o, lse, launch.batch + (n_q,), dv)
+    return int8.run_workgroups(launch, plan, quantize(launch, plan), _workgroup)
 
 
 def _workgroup(launch, plan, quant, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
