@@ -242,15 +242,48 @@ def _one(engine, ops, tier, d, h, n, causal, limits, subgroup_size, repeats, log
     return row
 
 
+STAGED = "staged"
+"""The int8 tier's staged variant (wgsl/flash_fwd_int8_staged.wgsl, nlpcore.kernels.flash_wgsl_int8pv:
+S and P·V on subgroup matrices, each key tile's K8 and V8 staged in workgroup memory), sized by
+tiling.plan_int8_staged; a variant (``variants`` and, with ``--accuracy``, ``accuracy`` rows with
+``variant: "staged"``), never the tier's rows."""
+
 VARIANTS = (
+    ("int8", "plan_for's plan, end to end (beside the staged variant)", {}, False),
+    ("int8", "staged: S and P·V on subgroup matrices, K8/V8 staged in workgroup memory, end to end",
+     {STAGED: True}, False),
     ("int8", "plan_for's plan, main pass alone (the three quantisation passes left out of the time)", {}, True),
+    ("int8", "staged, main pass alone (its four quantisation passes left out of the time)", {STAGED: True}, True),
+    ("int8", "staged, main pass alone without its S block (timing only: where the time goes)", {STAGED: True},
+     "no S"),
+    ("int8", "staged, main pass alone without its P·V block (timing only: where the time goes)", {STAGED: True},
+     "no PV"),
     ("int8", "br=64, bc=32 (twice the keys per tile, half the rows)", {"br": 64, "bc": 32}, False),
     ("f16", "bc=56 (the key tile float16 staging allows in 16384 bytes, past UNROLL_BLOCK)", {"bc": 56}, False),
     ("portable", "bc=16", {"bc": 16}, False),
 )
 """Probes beside the plans (``--tier-variants``), at N = 16384, 16 heads, d = 64, no mask: what a
-different tile or leaving the quantisation out of the time would change. Recorded under
-``variants``, never as the tier's rows (tiling.plan_for stays the one source of the sizes run)."""
+different tile or leaving the quantisation out of the time would change; ``"no S"``/``"no PV"``
+time the staged main pass with one of its two subgroup-matrix blocks cut out of the shader text
+(wrong outputs, timing only). Recorded under ``variants``, never as the tier's rows
+(tiling.plan_for stays the one source of the sizes run)."""
+
+
+def _cut(code: str, block: str) -> str:
+    """The staged int8 shader ``code`` without its marked ``block`` ("S_ij" or "PV_ij" on subgroup matrices)."""
+    begin = "    // --- {} on subgroup matrices begin ---".format(block)
+    end = "    // --- {} on subgroup matrices end ---".format(block)
+    a, b = code.index(begin), code.index(end)
+    return code[:a] + code[b + len(end):]
+
+
+def staged_spec(q, k, v, causal, limits=None, subgroup_size=32, **sizes):
+    """The dispatch spec of the int8 tier's staged variant (:data:`STAGED`) for an adapter with ``limits``."""
+    from nlpcore.kernels import flash_wgsl_int8pv, tiling
+
+    storage = int((limits or {}).get("maxComputeWorkgroupStorageSize", tiling.WEBGPU_DEFAULT_STORAGE))
+    plan = tiling.plan_int8_staged(q.shape[-1], storage, subgroup_size=subgroup_size, **sizes)
+    return flash_wgsl_int8pv.dispatch_spec(q, k, v, causal=causal, plan=plan)
 
 
 def variant_plan(tier, d, limits, subgroup_size, sizes):
@@ -259,6 +292,9 @@ def variant_plan(tier, d, limits, subgroup_size, sizes):
     storage = int(limits.get("maxComputeWorkgroupStorageSize", tiling.WEBGPU_DEFAULT_STORAGE))
     if not sizes:
         return tiling.plan_for(tier, d, limits=limits, subgroup_size=subgroup_size)
+    if sizes.get(STAGED):
+        sizes = {key: value for key, value in sizes.items() if key != STAGED}
+        return tiling.plan_int8_staged(d, storage, subgroup_size=subgroup_size, **sizes)
     if tier == "int8":
         return tiling.plan_int8(d, storage, subgroup_size=subgroup_size, **sizes)
     if tier == "f16":
@@ -269,7 +305,7 @@ def variant_plan(tier, d, limits, subgroup_size, sizes):
 def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, d=64, repeats=5, log=print) -> list:
     """Time :data:`VARIANTS` on this engine (those of tiers it offers); outputs checked as the rows
     are, except a main-pass-alone timing (its quantised inputs are not recomputed)."""
-    from nlpcore.kernels import flash_wgsl_int8, flash_wgsl_mirror
+    from nlpcore.kernels import flash_wgsl_int8, flash_wgsl_int8pv, flash_wgsl_mirror
 
     out = []
     q, k, v = inputs(n, heads, d)
@@ -279,8 +315,12 @@ def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, 
         row = {"engine": engine, "tier": tier, "variant": what, "n": n, "heads": heads, "d": d, "causal": False}
         try:
             plan = variant_plan(tier, d, limits, subgroup_size, sizes)
-            spec = (flash_wgsl_int8.dispatch_spec(q, k, v, plan=plan) if tier == "int8"
-                    else flash_wgsl_mirror.dispatch_spec(q, k, v, plan=plan, tier=tier))
+            if sizes.get(STAGED):
+                spec = flash_wgsl_int8pv.dispatch_spec(q, k, v, plan=plan)
+            elif tier == "int8":
+                spec = flash_wgsl_int8.dispatch_spec(q, k, v, plan=plan)
+            else:
+                spec = flash_wgsl_mirror.dispatch_spec(q, k, v, plan=plan, tier=tier)
             handle = ops.prepare(spec)
             ops.dispatch(spec, handle)
             rows = np.unique(np.linspace(0, n - 1, min(n, CHECK_ROWS)).astype(int))
@@ -288,6 +328,8 @@ def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, 
             if main_only:
                 ops.release(handle)
                 spec = dict(spec, passes=[p for p in spec["passes"] if p["entry"] == "main"])
+                if main_only in ("no S", "no PV"):
+                    spec["code"] = _cut(spec["code"], {"no S": "S_ij", "no PV": "PV_ij"}[main_only])
                 handle = ops.prepare(spec)
                 ops.dispatch(spec, handle)
                 err = {"valid": None, "note": "timing only: main pass over zero-filled quantised buffers"}
@@ -299,7 +341,7 @@ def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, 
             log("  variant {:<8} {:<9} {}: refused: {}".format(engine, tier, what, str(e)[:200]))
             continue
         ms = common.median(times)
-        out.append(dict(row, constants=spec["constants"], ms=ms, times_ms=times,
+        out.append(dict(row, constants=spec["constants"], shader=spec["shader"], ms=ms, times_ms=times,
                         tflops=flops(n, heads, d, False) / (ms * 1e-3) / 1e12, **err))
         log("  variant {:<8} {:<9} {:>9.3f} ms {:>7.2f} TFLOP/s  {} {}".format(
             engine, tier, ms, out[-1]["tflops"], what, [round(t, 2) for t in times]))
@@ -319,25 +361,30 @@ def warm_up(ops, spec, handle, seconds: float = WARM_SECONDS) -> int:
 def accuracy(engine, ops, offered, limits, subgroup_size, *, tiers, ds, n=4096, heads=4, log=print) -> list:
     """Accuracy of each tier against float64 on random and on outlier-channel inputs (one size)."""
     out = []
-    for tier in tiers:
+    runs = [(tier, None) for tier in tiers] + ([("int8", STAGED)] if "int8" in tiers else [])
+    for tier, variant in runs:
         if offered.get(tier):
             continue
         for d in ds:
             for kind in ("random", "outlier"):
                 q, k, v = inputs(n, heads, d, kind, seed=1)
                 try:
-                    spec = spec_for(tier, q, k, v, False, limits, subgroup_size)
+                    spec = (staged_spec(q, k, v, False, limits, subgroup_size) if variant
+                            else spec_for(tier, q, k, v, False, limits, subgroup_size))
                     handle = ops.prepare(spec)
                     ops.dispatch(spec, handle)
                     rows = np.arange(0, n, max(1, n // CHECK_ROWS))
                     err = check(tier, spec, ops.outputs(spec, handle), q, k, v, False, rows)
                     ops.release(handle)
                 except (ValueError, RuntimeError) as e:
-                    out.append({"engine": engine, "tier": tier, "d": d, "inputs": kind, "error": str(e)[:500]})
+                    out.append(dict({"engine": engine, "tier": tier, "d": d, "inputs": kind, "error": str(e)[:500]},
+                                    **({"variant": variant} if variant else {})))
                     continue
-                out.append(dict({"engine": engine, "tier": tier, "d": d, "n": n, "heads": heads, "inputs": kind}, **err))
+                out.append(dict({"engine": engine, "tier": tier, "d": d, "n": n, "heads": heads, "inputs": kind},
+                                **dict(err, **({"variant": variant} if variant else {}))))
                 log("  accuracy {:<8} {:<9} d={:<3} {:<8} max|Δo| {:.2e} relL1 {:.2e} cos min {:.6f} mean {:.6f}".format(
-                    engine, tier, d, kind, err["max_abs_err_o"], err["rel_l1"], err["cos_min"], err["cos_mean"]))
+                    engine, tier + (" " + variant if variant else ""), d, kind, err["max_abs_err_o"], err["rel_l1"],
+                    err["cos_min"], err["cos_mean"]))
     return out
 
 
@@ -461,8 +508,13 @@ TIER_LIMITS = {
             "(bench/results/webgpu_h200_int8pv.json, all tiers in one run): P·V on subgroup matrices too (P against "
             "each tile's row max and V per channel to int8) with the softmax once per tile; each of its two matrix "
             "blocks, loading its int8 operands from storage buffers for every 16 x 16 product, took about as long as "
-            "everything else in the main pass (its variants time the main pass without either block). Next: stage the int8 K, V "
-            "and P tiles in workgroup memory for the matrix loads",
+            "everything else in the main pass (its variants time the main pass without either block). Staging each key "
+            "tile's int8 K and V in workgroup memory for those loads (bench/results/webgpu_h200_probe_int8staged.json) "
+            "made both blocks cheaper (33 -> 24 and 30 -> 18 ms) but the pass slower still (8.4 TFLOP/s): the rest of "
+            "it grew from 38 to 90 ms, by inference the copy's global loads, with 64 invocations and 47 KiB of "
+            "workgroup memory a workgroup leaving few warps to hide them (not profiled). Next: less workgroup memory "
+            "(S and P·V tiles sharing one array) or more rows a workgroup, and the next tile's copy issued before "
+            "this tile's products",
 }
 
 

@@ -82,12 +82,14 @@ const S_TILE: u32 = 2048u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 // #include flash_fwd.wgsl bindings
+// --- int8 bindings begin ---
 @group(0) @binding(7) var<storage, read_write> q8: array<i32>;
 @group(0) @binding(8) var<storage, read_write> k8: array<i32>;
 @group(0) @binding(9) var<storage, read_write> q_scale: array<f32>;
 @group(0) @binding(10) var<storage, read_write> k_scale: array<f32>;
 @group(0) @binding(11) var<storage, read_write> k_sum: array<f32>;
 @group(0) @binding(12) var<storage, read_write> q_shift: array<f32>;
+// --- int8 bindings end ---
 
 var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 var<workgroup> s_tile: array<i32, S_TILE>;   // BR·BC <= S_TILE used
@@ -172,6 +174,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
   }
 }
 
+// --- quantize k begin ---
 // Column sums of the BC keys of block wg.x: k_sum[b, j, :] = Σ_c k[b, k0 + c, :], in key order.
 @compute @workgroup_size(QWG)
 fn k_sums(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -216,7 +219,9 @@ fn quantize_k(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
     k8[(b * t_c * BC + k0) * D / 4u + w] = pack_i8(x, s);
   }
 }
+// --- quantize k end ---
 
+// --- quantize q begin ---
 // Block i of Q to int8 with its scale, and each row's shift scale·q·k̄.
 @compute @workgroup_size(QWG)
 fn quantize_q(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -248,6 +253,7 @@ fn quantize_q(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
     q_shift[b * params.n_q + q0 + r] = dot_qk * params.scale;
   }
 }
+// --- quantize q end ---
 
 
 // Scores of keys kj .. kj+3 for query row qi, read from s_tile at `at` and dequantised by f;
@@ -261,6 +267,7 @@ fn scores(at: u32, f: f32, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> v
 
 // #include flash_fwd.wgsl chunk update
 
+// --- quantisation helpers begin ---
 // k_bar[d] = (Σ over key blocks, in order, of k_sum[b, j, d]) / Nk.
 fn mean_key(b: u32, t: u32) {
   let t_c = ceil_div(params.n_k, BC);
@@ -295,6 +302,7 @@ fn pack_i8(x: vec4<f32>, s: f32) -> i32 {
   let u = vec4<u32>(bitcast<vec4<u32>>(n) & vec4<u32>(0xffu));
   return bitcast<i32>(u.x | (u.y << 8u) | (u.z << 16u) | (u.w << 24u));
 }
+// --- quantisation helpers end ---
 
 // #include flash_fwd.wgsl basics
 

@@ -25,7 +25,7 @@ BROWSER_LAYERS = (
     ("io_model", "online_softmax", "reference", "tiling"),  # HBM traffic; the monoid; the oracle; the tile plan
     ("flash_wgsl_mirror", "trace"),  # the shader's NumPy twin; counted tile moves
     ("flash_np", "flash_wgpu", "flash_wgsl_int8"),  # tiled attention; the shader via wgpu-py; the int8 shader's twin
-    ("split_k",),  # split-K decoding: flash_np's partials merged by the monoid
+    ("split_k", "flash_wgsl_int8pv"),  # split-K decoding: flash_np's partials merged by the monoid; the staged int8 variant's twin (an experiment)
     ("ring",),  # ring attention over split_k's partials
 )
 

@@ -196,15 +196,19 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
         o (..., Nq, dv) float32, 0 in rows with no allowed key; lse (..., Nq) float32, -inf there.
     """
     launch, plan = prepare(q, k, v, causal=causal, mask=mask, scale=scale, plan=plan)
+    return run_workgroups(launch, plan, quantize(launch, plan), _workgroup)
+
+
+def run_workgroups(launch, plan, quant, workgroup) -> Tuple[np.ndarray, np.ndarray]:
+    """o and lse of ``main``: ``workgroup(launch, plan, quant, b, i, o, lse)`` for every batch
+    entry b and query tile i, in dispatch order, into flat float32 buffers, then decoded."""
     n_batch, n_q, n_k, d, t_r, t_c = _sizes(launch, plan)
-    quant = quantize(launch, plan)
-    dv = plan.dv
-    o = np.zeros(n_batch * n_q * dv, dtype=np.float32)
+    o = np.zeros(n_batch * n_q * plan.dv, dtype=np.float32)
     lse = np.zeros(n_batch * n_q, dtype=np.float32)
     for b in range(n_batch):
         for i in range(t_r):
-            _workgroup(launch, plan, quant, b, i, o, lse)
-    return mirror._decode(o, lse, launch.batch + (n_q,), dv)
+            workgroup(launch, plan, quant, b, i, o, lse)
+    return mirror._decode(o, lse, launch.batch + (n_q,), plan.dv)
 
 
 def _workgroup(launch, plan, quant, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:

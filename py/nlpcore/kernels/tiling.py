@@ -104,6 +104,8 @@ class TilePlan:
         arrays: (name, bytes) of every ``var<workgroup>`` array, in the shader's order.
         bytes_used: their sum, always <= storage_limit.
         tier: which shader the plan is for (:data:`TIERS`).
+        subgroup_size: the subgroup size the plan was made for (the staged int8 variant's
+            ``SG``, :func:`plan_int8_staged`; not among :meth:`constants`).
     """
 
     d: int
@@ -118,6 +120,7 @@ class TilePlan:
     arrays: Tuple[Tuple[str, int], ...]
     bytes_used: int
     tier: str = "portable"
+    subgroup_size: int = 32
 
     def constants(self) -> Dict[str, int]:
         """The shader's ``override`` constants, by their WGSL names (the subgroup and int8
@@ -388,6 +391,82 @@ def plan_int8(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_
     arrays = workgroup_arrays(br, bc, d, dv, 4, ks, "int8")
     return TilePlan(d=d, dv=dv, dtype_bytes=1, br=br, bc=bc, ks=ks, workgroup_size=br * ks, spart=1,
                     storage_limit=storage_limit, arrays=arrays, bytes_used=sum(b for _, b in arrays), tier="int8")
+
+
+INT8_STAGED_TILE = 4096
+"""Largest Br·Bc (score tile) and Br·DV (P·V tile) :func:`plan_int8_staged` takes: 16 KiB of
+int32 each."""
+
+INT8_STAGED_PAD = 16
+"""int8 each row of the staged variant's P, K and V tiles is padded by (its shader's ``PAD``):
+rows stay 16-byte aligned for the matrix loads and consecutive rows start in different banks."""
+
+
+def int8_staged_arrays(br: int, bc: int, d: int, dv: int) -> Tuple[Tuple[str, int], ...]:
+    """(name, bytes) of the workgroup arrays of wgsl/flash_fwd_int8_staged.wgsl's main pass: the
+    scores S (Br x Bc int32), P8 (Br x Bc int8, rows padded), P·V (Br x DV int32), and the key
+    tile's K8 (Bc x D) and V8 (Bc x DV) int8, rows padded, staged once per tile."""
+    pad = INT8_STAGED_PAD
+    return (
+        ("s_tile", _storage_bytes(br * bc, ACCUMULATOR_BYTES)),
+        ("p_tile", _storage_bytes(br * (bc + pad), 1)),
+        ("pv_tile", _storage_bytes(br * dv, ACCUMULATOR_BYTES)),
+        ("k_tile", _storage_bytes(bc * (d + pad), 1)),
+        ("v_tile", _storage_bytes(bc * (dv + pad), 1)),
+    )
+
+
+def plan_int8_staged(d: int, storage_limit: int, *, dv: Optional[int] = None, subgroup_size: int = 32,
+                     invocations_limit: int = WEBGPU_DEFAULT_INVOCATIONS, br: Optional[int] = None,
+                     bc: Optional[int] = None, max_block: int = 64) -> TilePlan:
+    """The plan of the int8 tier's staged variant (wgsl/flash_fwd_int8_staged.wgsl: S and P·V on
+    int8 subgroup matrices, each key tile's K8 and V8 staged in workgroup memory; a bench
+    variant, not :func:`plan_for`'s choice). ``tier`` is "int8" (same passes and buffers).
+
+    Rule: KS = :func:`lanes_needed`; Br = the largest multiple of 16 <= 64 with Br·DV <=
+    :data:`INT8_STAGED_TILE` unless given; Bc the largest multiple of 32 (:data:`MMA_K`, the P·V
+    step over keys) <= ``max_block`` with Br·Bc <= :data:`INT8_STAGED_TILE` whose
+    :func:`int8_staged_arrays` fit ``storage_limit``. Constraints as :func:`plan_int8`, plus dv a
+    multiple of 16 and both the S and the P·V result blocks a multiple of the subgroups.
+    ValueError names the constraint that fails.
+    """
+    d = positive_int(d, "d")
+    dv = d if dv is None else positive_int(dv, "dv")
+    storage_limit = positive_int(storage_limit, "storage_limit")
+    subgroup_size = positive_int(subgroup_size, "subgroup_size")
+    if d % MMA_K or dv % MMA_N:
+        raise ValueError("the staged int8 variant needs d a multiple of {} and dv of {}, got d={}, dv={}".format(
+            MMA_K, MMA_N, d, dv))
+    ks = lanes_needed(d, dv)
+    if br is None:
+        br = max(MMA_M, min(64, INT8_STAGED_TILE // dv) // MMA_M * MMA_M)
+    if positive_int(br, "br") % MMA_M:
+        raise ValueError("br must be a multiple of {} (the subgroup matrices' rows), got {}".format(MMA_M, br))
+    if (br * ks) % subgroup_size or br * ks > invocations_limit:
+        raise ValueError("br={} rows of ks={} lanes make {} invocations: need a multiple of the subgroup size {} "
+                         "and at most {}".format(br, ks, br * ks, subgroup_size, invocations_limit))
+    fits = lambda c: sum(b for _, b in int8_staged_arrays(br, c, d, dv)) <= storage_limit  # noqa: E731
+    if bc is None:
+        bc = 0
+        while bc + MMA_K <= max_block and br * (bc + MMA_K) <= INT8_STAGED_TILE and fits(bc + MMA_K):
+            bc += MMA_K
+    elif positive_int(bc, "bc") % MMA_K:
+        raise ValueError("bc must be a multiple of {} (the P·V step over keys), got {}".format(MMA_K, bc))
+    if bc == 0 or not fits(bc):
+        raise ValueError("no staged int8 plan fits: br={}, bc={} with d={}, dv={} need {} bytes of workgroup "
+                         "storage, over the limit of {}".format(
+                             br, bc or MMA_K, d, dv, sum(b for _, b in int8_staged_arrays(br, bc or MMA_K, d, dv)),
+                             storage_limit))
+    subgroups = br * ks // subgroup_size
+    for what, blocks in (("S", (br // MMA_M) * (bc // MMA_N)), ("PV", (br // MMA_M) * (dv // MMA_N))):
+        if blocks % subgroups:
+            raise ValueError("br={}, bc={}, dv={} make {} {} result blocks of 16 x 16, not a multiple of the {} "
+                             "subgroups (the shader gives every subgroup the same number)".format(
+                                 br, bc, dv, blocks, what, subgroups))
+    arrays = int8_staged_arrays(br, bc, d, dv)
+    return TilePlan(d=d, dv=dv, dtype_bytes=1, br=br, bc=bc, ks=ks, workgroup_size=br * ks, spart=1,
+                    storage_limit=storage_limit, arrays=arrays, bytes_used=sum(b for _, b in arrays), tier="int8",
+                    subgroup_size=subgroup_size)
 
 
 def plan_for(tier: str, d: int, *, dv: Optional[int] = None, limits: Optional[Dict[str, int]] = None,
