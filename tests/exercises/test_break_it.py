@@ -7,7 +7,7 @@ import pytest
 from nlpcore import lab
 from nlpcore.lab.exercises import module
 
-from .helpers import assert_passes, marker
+from .helpers import assert_passes, marker, statuses
 
 pytestmark = marker("break-it")
 
@@ -96,6 +96,38 @@ def test_everything_at_once(softmax):
     y[0, :8] = -np.inf                                   # a masked first block
     _same(softmax, y, 8)
 """
+
+
+# -- the Predict starter answers nothing: every mutant's entry is "not answered yet" ------------
+
+def _starter_prediction():
+    ns = {}
+    exec(lab.exercise("break-it").step("predict").starter, ns)
+    return ns["prediction"]
+
+
+def test_the_predict_starter_holds_no_answer_only_a_placeholder_per_mutant():
+    # [] is an answer ("no test kills it", right for three mutants): a starter holding it
+    # would score those rows for a learner who never touched them.
+    assert _starter_prediction() == {m: None for m in mu.MUTANTS}
+    assert "[] if no test" in lab.exercise("break-it").step("predict").starter
+
+
+def test_a_prediction_with_a_placeholder_left_is_refused_naming_the_unanswered_mutants():
+    starter = lab.exercise("break-it").step("predict").starter
+    one = starter.replace('"missing-rescale": None', '"missing-rescale": ["test_rows_sum_to_one"]')
+    result = lab.grade("break-it", "predict", one)
+    assert result["incomplete"] and not result["passed"]
+    assert {c["status"] for c in result["checks"]} == {"not-run"}   # nothing of it is graded
+    left = ("dropped-tail", "zero-init-max", "global-max", "unguarded-inf")
+    assert all(m in result["refused"] for m in left) and "missing-rescale" not in result["refused"]
+    assert "[] if no test" in result["refused"]
+    last = starter.replace(": None", ': ["test_rows_sum_to_one"]', 4)   # one left: named alone
+    result = lab.grade("break-it", "predict", last)
+    assert result["incomplete"] and "unguarded-inf is still None" in result["refused"], result["refused"]
+    # every entry answered, [] included: graded (and here wrong), not refused
+    answered = lab.grade("break-it", "predict", starter.replace(": None", ": []"))
+    assert not answered["incomplete"] and statuses(answered) == {"complete": "pass", "matrix": "fail"}
 
 
 @pytest.mark.parametrize("step,code", [("predict", PREDICT), ("break", BREAK)])

@@ -35,7 +35,9 @@ def _collect_prediction(ns):
         return type(pred).__name__
     out = {}
     for mid, tests in pred.items():
-        if not isinstance(tests, (list, tuple, set)):
+        if tests is None:  # the starter's "not answered yet"
+            out[str(mid)] = None
+        elif not isinstance(tests, (list, tuple, set)):
             out[str(mid)] = type(tests).__name__
         else:
             out[str(mid)] = [t if isinstance(t, str) else repr(t) for t in tests]
@@ -53,6 +55,15 @@ def _check_prediction_shape(pred):
         raise CheckFailed("prediction must have one entry per mutant",
                           expected="keys %s" % ", ".join(mu.MUTANTS),
                           got="missing %s; unknown %s" % (missing or "none", unknown or "none"))
+    unanswered = [m for m in mu.MUTANTS if pred[m] is None]
+    if unanswered:  # the starter's placeholders: [] is an answer ("no test kills it"), None is not
+        raise CheckFailed("%s %s still None: replace %s with a list of test names ([] if no "
+                          "test of the weak suite kills it)"
+                          % (", ".join(unanswered), "is" if len(unanswered) == 1 else "are",
+                             "it" if len(unanswered) == 1 else "each"),
+                          expected="a list of test names for every mutant",
+                          got="no answer yet for %d of %d mutants: %s"
+                          % (len(unanswered), len(mu.MUTANTS), ", ".join(unanswered)))
     for mid, tests in pred.items():
         if not isinstance(tests, list):
             raise CheckFailed("prediction[%r] must be a list of test names" % mid, got=tests)
