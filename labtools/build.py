@@ -18,7 +18,9 @@ What goes into the output directory:
     vendor/{katex,codemirror,chartjs}/
                                 the JS libraries the pages use (chartjs/ holds Chart.js and its
                                 matrix chart type, chartjs-chart-matrix)
-    src/                        read-only copies of py/nlpcore/**/*.py and wgsl/*.wgsl
+    src/                        read-only copies of py/nlpcore/**/*.py and wgsl/*.wgsl, less the
+                                solutions data/exercises.json holds back (Predict answers; they
+                                still ship in the wheel and the bundle, for the judge)
     bench/results/*.json        recorded benchmark results the site plots
     data/exercises.json         nlpcore.lab.export_site_data(), when that function exists
     manifest.json               sha256 and size of every other file
@@ -354,6 +356,29 @@ def export_site_data(out: pathlib.Path, exported: dict = None) -> bool:
     return True
 
 
+def leave_out_held_solutions(exercises_src: pathlib.Path, data) -> list:
+    """Remove from the site's read-only sources (``src/``, and so from the manifest and the
+    service worker's cache) the solution file of every step whose solution data/exercises.json
+    holds back (``solution_held``: a Predict step's solution is its answer), so that no page
+    request hands it over as text. This is against spoilers, not a secret: the same file ships in
+    the wheel and pyc/bundle.bin, which the page's Python needs to judge the prediction. Returns
+    the paths removed; a held step without its ``<exercise>/<step>_solution.*`` file is an error
+    (a renamed file must not slip back in unnoticed)."""
+    removed = []
+    for ex in (data or {}).get("exercises", []):
+        for step in ex["steps"]:
+            if not step.get("solution_held"):
+                continue
+            found = sorted((exercises_src / ex["id"]).glob(f"{step['id']}_solution.*"))
+            if not found:
+                raise BuildError(f"step {ex['id']}/{step['id']} holds its solution back, but "
+                                 f"{exercises_src / ex['id']} has no {step['id']}_solution.* to leave out")
+            for path in found:
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
 # ---------------------------------------------------------------------------------------------
 # The page shell: one header for every page, and numbers that come from Python
 # ---------------------------------------------------------------------------------------------
@@ -486,6 +511,7 @@ def build(out: pathlib.Path) -> dict:
     build_wheel(out / "wheels")
     exported = run_exporter()
     export_site_data(out, exported)
+    leave_out_held_solutions(out / "src" / "nlpcore" / "lab" / "exercises", exported["data"])
     stamp_pages(out, exported["values"])
     (out / IN_PROGRESS).unlink()
     return write_manifest(out)

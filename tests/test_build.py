@@ -91,6 +91,38 @@ def test_pyodide_is_only_the_runtime_and_numpy(two_builds):
     assert size < 40e6, size
 
 
+def test_held_solutions_are_left_out_of_src_and_the_manifest(two_builds):
+    """A Predict step's solution is its answer: data/exercises.json holds it back, and src/ (so
+    the manifest, and the service worker's cache, which follows the manifest) leaves its file
+    out. Against spoilers, not a secret: the judge's copy still ships in the wheel."""
+    out = two_builds[0]
+    data = json.loads((out / "data" / "exercises.json").read_text())
+    held = [(e["id"], s["id"]) for e in data["exercises"] for s in e["steps"] if s["solution_held"]]
+    assert {"online-softmax", "ring", "break-it"} <= {ex for ex, _ in held}
+    files = json.loads((out / "manifest.json").read_text())["files"]
+    for ex, step in held:
+        folder = f"src/nlpcore/lab/exercises/{ex}/"
+        assert not [n for n in files if n.startswith(folder + f"{step}_solution.")], (ex, step)
+        assert not list((out / folder).glob(f"{step}_solution.*")), (ex, step)
+        assert folder + "exercise.py" in files  # the rest of the folder is there
+    assert "src/nlpcore/lab/exercises/online-softmax/compose_solution.py" in files  # not held: kept
+    with zipfile.ZipFile(out / "wheels" / "nlpcore-0.1.0-py3-none-any.whl") as zf:
+        assert "nlpcore/lab/exercises/ring/predict_solution.py" in zf.namelist()
+
+
+def test_a_held_step_without_its_solution_file_stops_the_build(tmp_path):
+    (tmp_path / "ring").mkdir()
+    (tmp_path / "ring" / "predict_solution.py").write_text("answer = 1\n")
+    (tmp_path / "ring" / "compose_solution.py").write_text("kept = 1\n")
+    data = {"exercises": [{"id": "ring", "steps": [{"id": "predict", "solution_held": True},
+                                                   {"id": "compose", "solution_held": False}]}]}
+    removed = build.leave_out_held_solutions(tmp_path, data)
+    assert removed == [tmp_path / "ring" / "predict_solution.py"]
+    assert (tmp_path / "ring" / "compose_solution.py").is_file()
+    with pytest.raises(build.BuildError, match="predict_solution"):   # renamed or gone: said
+        build.leave_out_held_solutions(tmp_path, data)
+
+
 def test_pyodide_closure_follows_dependencies_and_rejects_unknown_names():
     deps = {"a": ["b"], "b": ["c", "a"], "c": [], "unused": []}
     assert build.pyodide_closure(deps, ("a",)) == ["a", "b", "c"]

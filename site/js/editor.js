@@ -49,8 +49,21 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
       markLine: () => {},
       clearMarks: () => {},
       jumpTo: () => {},
-      getCursorLine: () => 0,
-      jumpToNext: () => null,
+      getCursorLine: () => textarea.value.slice(0, textarea.selectionStart).split("\n").length,
+      jumpToNext: (pattern) => {  // as CodeMirror's below, in the plain text box
+        const lines = textarea.value.split("\n");
+        const from = textarea.value.slice(0, textarea.selectionEnd).split("\n").length - 1;
+        for (let k = 1; k <= lines.length; k += 1) {
+          const line = (from + k) % lines.length;
+          const span = matchSpan(pattern, lines[line]);
+          if (!span) continue;
+          const start = lines.slice(0, line).reduce((sum, text) => sum + text.length + 1, 0);
+          textarea.focus();
+          textarea.setSelectionRange(start + span[0], start + span[1]);
+          return line + 1;
+        }
+        return null;
+      },
     };
   }
   let leaving = false;  // after Esc: the next Tab / Shift-Tab leaves the editor
@@ -113,22 +126,31 @@ export function createEditor(host, {value = "", readOnly = false, mode = "python
       cm.scrollIntoView(null, 80);
     },
     getCursorLine: () => cm.getCursor().line + 1,
-    /* Moves to the next line after the cursor (wrapping) that matches `pattern`; its 1-based
-     * number, or null when no line matches. */
+    /* Moves to the next line after the cursor (wrapping) that matches `pattern` and selects the
+     * match (see matchSpan); its 1-based number, or null when no line matches. */
     jumpToNext: (pattern) => {
       const n = cm.lineCount();
       const from = cm.getCursor().line;
       for (let k = 1; k <= n; k += 1) {
         const line = (from + k) % n;
-        const text = cm.getLine(line);
-        const hit = pattern.exec(text);
-        if (!hit) continue;
+        const span = matchSpan(pattern, cm.getLine(line));
+        if (!span) continue;
         cm.focus();
-        cm.setSelection({line, ch: hit.index}, {line, ch: hit.index + hit[0].length});
+        cm.setSelection({line, ch: span[0]}, {line, ch: span[1]});
         cm.scrollIntoView({from: {line, ch: 0}, to: {line, ch: 0}}, 80);
         return line + 1;
       }
       return null;
     },
   };
+}
+
+/* Where `pattern` matches in `text`, as [start, end], or null: the whole match, or its group 1
+ * when it has one that matched (which must end the match: a placeholder after its context). */
+function matchSpan(pattern, text) {
+  const hit = pattern.exec(text);
+  if (!hit) return null;
+  if (hit[1] === undefined) return [hit.index, hit.index + hit[0].length];
+  const start = hit.index + hit[0].length - hit[1].length;
+  return [start, start + hit[1].length];
 }

@@ -9,6 +9,8 @@
  *   js/exercise-predict.js Predict steps: the first prediction kept, the answer on request
  *   js/python-version.js   which Python runs the code, and what that rules out
  *   js/work-file.js        all progress and drafts exported and imported as one file
+ *   js/exercise-todo.js    Next TODO (Alt+T): what is left to write, Predict placeholders too
+ *   js/exercise-panels.js  the exercise list, a step's code panels, its local-only checks
  *   js/exercises/<id>.js   an exercise's own page code, named by the exercise in
  *                          extra.js_modules (paths relative to the site root) and imported
  *                          before the editor exists: it may register check runners, a CodeMirror
@@ -20,6 +22,9 @@
  * [data-testid=confirm-replace-yes]), one [data-testid=check] per graded check with data-status
  * pass|fail|error. "local" checks (Triton, GPU) are listed separately with their commands,
  * outside data-testid=check.
+ *
+ * Run checks asked for before Python is ready (Ctrl+Enter while it starts or warms up; the
+ * button is disabled until then) is said in the results' summary and runs once, when ready.
  *
  * The learner's workspace: what their code printed while graded shows beside the checks, per
  * run; a scratch cell (exercises.scratch) runs code against the editor's definitions without
@@ -43,10 +48,12 @@ import {mountWorkFile} from "./work-file.js";
 import {ScratchCell} from "./exercise-scratch.js";
 import {hideRerun, offerReruns, showAfterPass, showRerun} from "./exercise-after.js";
 import {listenForKeys, showKeyMode} from "./exercise-keys.js";
+import {nextTodo as jumpToTodo} from "./exercise-todo.js";
+import {renderExerciseList, renderPanels, showLocalChecks} from "./exercise-panels.js";
 
 const $ = (id) => document.getElementById(id);
 
-const state = {ex: null, step: null, editor: null, scratch: null, hintsShown: 0, running: false,
+const state = {ex: null, step: null, editor: null, scratch: null, hintsShown: 0, running: false, queued: false,
                files: {}, lastOut: null, confirmAction: null,
                confirmOpener: null, otherTab: null, otherTabOpener: null};
 const runtime = getRuntime();
@@ -197,16 +204,6 @@ function resolveOtherTab(mine) {
 
 /* ---- the exercise and its steps ------------------------------------------------------------ */
 
-function renderExerciseList(all, current) {
-  const nav = $("exercise-list");
-  nav.replaceChildren();
-  for (const ex of all) {
-    const a = el("a", {href: `exercise.html?id=${encodeURIComponent(ex.id)}`, text: ex.title});
-    if (current && ex.id === current.id) a.setAttribute("aria-current", "page");
-    nav.append(a);
-  }
-}
-
 function stepMark(step) {
   const done = isDone("exercises", state.ex.id, step.id);
   const viewed = Boolean(stepRecord(state.ex.id, step.id).solution_viewed);
@@ -245,43 +242,13 @@ function renderLadder() {
   }
 }
 
-function renderPanels(panels) {
-  const host = $("panels");
-  host.replaceChildren();
-  for (const panel of panels || []) {
-    const details = el("details", {class: "code-panel", open: ""},
-                       el("summary", {text: panel.title}));
-    if (panel.code) {
-      details.append(el("pre", {class: "code"}, el("code", {text: panel.code})));
-      if (panel.download && state.files[panel.download]) {
-        details.append(el("p", {class: "small"},
-                          el("a", {href: panel.download, download: "", text: "Download this file"})));
-      }
-    } else {
-      details.append(el("p", {class: "notice", text: `Not available: ${panel.missing || "missing"}.`}));
-    }
-    host.append(details);
-  }
-}
-
-function showLocalChecks(step) {
-  const local = step.checks.filter((c) => c.runner === "local");
-  $("local").hidden = local.length === 0;
-  const list = $("local-checks");
-  list.replaceChildren();
-  for (const c of local) {
-    list.append(el("li", {class: "local-check", "data-local-check": c.id},
-                   el("strong", {text: c.title}), " — not run here: ", c.explain, ".",
-                   el("pre", {}, el("code", {text: c.command}))));
-  }
-}
-
 function selectStep(stepId, pushUrl) {
   saver.flush();
   closeConfirm();
   const step = state.ex.steps.find((s) => s.id === stepId) || state.ex.steps[0];
   state.step = step;
   state.hintsShown = 0;
+  state.queued = false;  // a run asked for on another step is not this step's
   if (pushUrl) {
     const url = new URL(window.location.href);
     url.searchParams.set("step", step.id);
@@ -294,7 +261,7 @@ function selectStep(stepId, pushUrl) {
   statement.replaceChildren(renderMarkdown(step.statement, "md statement"));
   const math = renderMath(statement);
   if (math.error) notice("editor-notice", math.error);
-  renderPanels((state.ex.extra.panels || []).filter((p) => !p.steps || p.steps.includes(step.id)));
+  renderPanels((state.ex.extra.panels || []).filter((p) => !p.steps || p.steps.includes(step.id)), state.files);
   const saved = savedDraft(draftKey());
   closeOtherTab();
   saver.shows(draftKey(), state.editor, saved);
@@ -341,13 +308,7 @@ function nextHint() {
   $("next-hint").disabled = left === 0;
 }
 
-// What is left to write: a TODO, or a starter's "raise NotImplementedError".
-const TODO = /\bTODO\b|raise NotImplementedError/;
-
-function nextTodo() {
-  const line = state.editor.jumpToNext(TODO);
-  $("todo-state").textContent = line === null ? "No TODO left in your code." : `Line ${line}.`;
-}
+const nextTodo = () => jumpToTodo(state.editor, state.step, $("todo-state"));  // js/exercise-todo.js
 
 function updateLoadSolution() {
   const why = solutionLocked(state.ex, state.step);  // a Predict step's, before a prediction
@@ -418,7 +379,14 @@ function runScratch() {
 /* ---- running: the checks and the scratch cell ---------------------------------------------- */
 
 async function runChecks() {
-  if (state.running || $("run-checks").disabled) return;
+  if (state.running) return;
+  if ($("run-checks").disabled) {  // Python is still starting (or warming up): said, run once ready
+    if ($("runtime-status").dataset.state === "error") return;  // that line says checks cannot run
+    state.queued = true;
+    $("results-summary").textContent = "Python is still starting \u2014 your checks will run when it is ready.";
+    $("results-summary").dataset.state = "queued";
+    return;
+  }
   state.running = true;
   $("run-checks").disabled = true;
   saver.flush();
@@ -479,7 +447,12 @@ function watchRuntime() {
     $("run-checks").disabled = state.running;
     $("run-scratch").disabled = scratchCell.running;
     showRuntimeNote($("runtime-note"), runtime.info);
+    if (state.queued) {  // asked for before Python was ready: one run, now
+      state.queued = false;
+      runChecks();
+    }
   }, (error) => {
+    state.queued = false;
     status.dataset.state = "error";
     status.textContent = `Python (Pyodide) is unavailable, so checks cannot run here: ${error.message}`;
   });
