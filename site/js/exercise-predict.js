@@ -5,7 +5,8 @@
  * exercise-results.js) until the learner, after an attempt, asks for the answer (`revealed`,
  * which also counts as "solution viewed"). Once open, the box shows the first prediction beside
  * the checks' expected values. "Load solution" waits for an attempt too: it holds the answer,
- * and the page's data does not carry it: Python sends it after the first prediction.
+ * and the page's data does not carry it: Python sends it after the first prediction (held back
+ * against spoilers, not as a secret: see fetchHeldSolution).
  *
  * An answer that is not one yet is refused, not recorded: the untouched starter (before any
  * grading), and a grade that Python refused (`refused`: its completeness check failed, e.g.
@@ -55,7 +56,8 @@ export function showPredictBox(ex, step) {
   const note = $("predict-note");
   if (!attempted) {
     note.textContent = "Your first submission is recorded as your prediction. A wrong one shows " +
-        "what is right and wrong; the answer is shown only when you ask, after an attempt.";
+        "what is right and wrong; the answer is shown only when you ask, after an attempt. (It is " +
+        "kept out of sight, not secret: the checks run in this page, so their answer is here too.)";
   } else if (!open) {
     note.textContent = "Your prediction is recorded. Try again, or reveal the answer (the step " +
         "then counts as \u201csolution viewed\u201d).";
@@ -101,8 +103,11 @@ const fetching = new Map();  // "<exercise>/<step>" -> the request for its held 
 
 /* A Predict step's solution holds its answer, so the page's data leaves it out (`solution_held`,
  * nlpcore.lab.model) and Python hands it over ("exercises.solution") only once a first
- * prediction is recorded: nothing the page receives before then holds the answer. `then()`
- * runs when it has arrived (into `step.solution`); a failed request is tried again next time. */
+ * prediction is recorded: none of the page's data or text responses holds it before then (nor
+ * dist/src/, which the build leaves it out of). Against spoilers, not a secret: the judge needs
+ * it, so it ships in the wheel and pyc/bundle.bin to this browser, where the learner's own
+ * Python can read it. `then()` runs when it has arrived (into `step.solution`); a failed
+ * request is tried again next time. */
 export function fetchHeldSolution(runtime, ex, step, then) {
   if (!isPredict(step) || !step.solution_held || step.solution || !stepRecord(ex.id, step.id).first) return;
   const key = `${ex.id}/${step.id}`;

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from nlpcore import lab
 
 SETTLED = ("() => ['done', 'error', 'refused'].includes("
@@ -67,19 +69,75 @@ def test_untouched_and_incomplete_predictions_are_refused_and_not_recorded(page,
     assert not page.is_visible("[data-testid=load-solution-why]")
 
 
-def test_break_it_untouched_prediction_is_refused(page, site_url, browser_helpers):
+def test_break_it_untouched_and_incomplete_predictions_are_refused(page, site_url, browser_helpers):
     open_step(page, site_url, browser_helpers, "break-it", "predict")
     state, text = submit(page)
     assert state == "refused" and "untouched starter" in text, text
     assert first_prediction(page, "break-it", "predict") is None
     assert page.locator("[data-testid=check]").count() == 0     # nothing graded, nothing scored
 
+    # One mutant answered, four left at the starter's None: refused, naming the four, and no
+    # row scored (the starter used to hold [] for every mutant, three of them right answers).
+    starter = lab.exercise("break-it").step("predict").starter
+    state, text = submit(page, starter.replace('"missing-rescale": None',
+                                               '"missing-rescale": ["test_rows_sum_to_one"]'))
+    assert state == "refused" and "incomplete" in text, text
+    for mutant in ("dropped-tail", "zero-init-max", "global-max", "unguarded-inf"):
+        assert mutant in text, (mutant, text)
+    assert first_prediction(page, "break-it", "predict") is None
+    assert page.locator("[data-testid=check]").count() == 0
+    assert "Right:" not in page.inner_text("#results")
 
-def test_a_predict_steps_solution_reaches_the_page_only_after_the_first_prediction(page, site_url,
-                                                                                    browser_helpers):
-    """The solution of a Predict step is its answer: nothing the page receives before the first
-    prediction holds it (not data/exercises.json, whose step says solution_held); once a
-    prediction is recorded Python sends it, and Load solution puts it in the editor."""
+
+def selection(page):
+    return page.evaluate("document.querySelector('#editor-host .CodeMirror').CodeMirror.getSelection()")
+
+
+def cursor_line(page):
+    return page.evaluate("document.querySelector('#editor-host .CodeMirror').CodeMirror.getCursor().line + 1")
+
+
+@pytest.mark.parametrize("ex_id", ["online-softmax", "ring", "break-it"])
+def test_next_todo_on_a_predict_step_stops_at_each_none_placeholder(page, site_url, browser_helpers, ex_id):
+    """Alt+T on a Predict step goes to each None the starter leaves for the answer (selected, so
+    typing replaces it), not to a comment that mentions None; with none left it says so."""
+    open_step(page, site_url, browser_helpers, ex_id, "predict")
+    starter = lab.exercise(ex_id).step("predict").starter
+    placeholders = [n + 1 for n, line in enumerate(starter.split("\n"))
+                    if "None" in line.split("#")[0]]
+    assert len(placeholders) >= 2, starter
+    page.click("#editor-host .CodeMirror-code")
+    page.keyboard.press("Control+Home")
+    seen = []
+    for _ in placeholders:
+        page.keyboard.press("Alt+t")
+        seen.append(cursor_line(page))
+        assert selection(page) == "None"
+        assert page.inner_text("[data-testid=todo-state]") == f"Line {seen[-1]}."
+    assert sorted(seen) == placeholders
+    page.keyboard.type("7")                                     # the selected None is replaced
+    code = page.evaluate("document.querySelector('#editor-host .CodeMirror').CodeMirror"
+                         ".getLine(%d)" % (seen[-1] - 1)).split("#")[0]
+    assert "None" not in code and "7" in code, code
+
+    answered = "\n".join(line.split("#")[0].replace("None", "[]") if "None" in line.split("#")[0]
+                         else line for line in starter.split("\n"))
+    page.evaluate("code => document.querySelector('#editor-host .CodeMirror').CodeMirror.setValue(code)",
+                  answered)
+    page.click("[data-testid=next-todo]")
+    assert page.inner_text("[data-testid=todo-state]") == "No TODO or None placeholder left in your code."
+
+
+def test_no_data_or_text_response_holds_a_predict_answer_before_the_first_prediction(page, site_url,
+                                                                                     browser_helpers):
+    """What this checks: before the first prediction, none of the responses the page receives as
+    data or text (JSON, JavaScript, HTML, text/*: data/exercises.json, whose step says
+    solution_held, the scripts, the pages) holds the answer, and the manifest (so the service
+    worker's cache) lists no src/ copy of a held solution; once a prediction is recorded Python
+    sends the solution, and Load solution puts it in the editor.
+    What it does not check, because it does not hold: the answer is held back against spoilers,
+    not as a secret. The judge needs it and runs in this browser, so it ships in the binary
+    downloads (the nlpcore wheel and pyc/bundle.bin), and the learner's own Python can read it."""
     step = lab.exercise("online-softmax").step("predict")
     answer_line = "standard = 4 * N * N + 4 * N * d"
     assert answer_line in step.solution
@@ -97,6 +155,9 @@ def test_a_predict_steps_solution_reaches_the_page_only_after_the_first_predicti
     data = page.evaluate("fetch('data/exercises.json').then(r => r.json())")
     held = next(s for e in data["exercises"] if e["id"] == "online-softmax" for s in e["steps"] if s["id"] == "predict")
     assert held["solution"] is None and held["solution_held"] is True
+    listed = page.evaluate("fetch('manifest.json').then(r => r.json()).then(m => Object.keys(m.files))")
+    assert "src/nlpcore/lab/exercises/online-softmax/exercise.py" in listed
+    assert not [name for name in listed if name.startswith("src/") and name.endswith("predict_solution.py")]
     assert page.is_disabled("[data-testid=load-solution]")
 
     wrong = step.starter.replace("standard = None", "standard = 1000").replace("flash = None", "flash = 1000")
