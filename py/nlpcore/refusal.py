@@ -44,6 +44,8 @@ this way: they are computed in an interpreter that never ran learner code
 """
 from __future__ import annotations
 
+import _thread
+import collections
 import contextlib
 import importlib
 import linecache
@@ -74,127 +76,272 @@ class RefusedRead(OSError):
     lines)."""
 
 
+_LINECACHE = linecache.__file__
+
+
 def _for_linecache(frame, depth: int = 4) -> bool:
     """Whether one of the ``depth`` innermost frames from ``frame`` is the standard library's
     linecache (reading source lines for a traceback or a stack)."""
-    import linecache as _linecache
-    home = os.path.realpath(_linecache.__file__)
+    home = os.path.realpath(_LINECACHE)
     while frame is not None and depth > 0:
-        if os.path.realpath(frame.f_code.co_filename) == home:
+        if os.path.realpath(_plain(frame.f_code.co_filename) or "") == home:
             return True
         frame, depth = frame.f_back, depth - 1
     return False
 
 
 class Refusal:
-    """What one grade refuses, and what was refused. ``calls_in_flight`` counts learner functions
-    running; ``learner_files`` names the files learner code is compiled from; ``grader_files``
-    files of the grader outside ``nlpcore/lab``."""
+    """One grade's refusal, as the grader names it: what the learner's code is compiled as
+    (``learner_files``), the grader's files outside ``nlpcore/lab`` (``grader_files``), and
+    whether the learner process must stay inside itself (``contained``). A handle only: at
+    :func:`install` the policy is copied into the grader's sealed state (:class:`_State`) and
+    what is refused is noted there, never on this object, which learner code can reach (a
+    frame's locals) -- writing its fields changes nothing. :attr:`refused` and
+    :attr:`introspected` are copies read from that state (after :func:`forget`: what it
+    returned)."""
 
     sandbox_skip = True                 # the grader's own bookkeeping, outside the snapshot
 
     def __init__(self, learner_files: Sequence[str] = (LEARNER_FILE,),
                  grader_files: Sequence[str] = (), contained: bool = False):
-        self.contained = contained      # refuse the process reaching outside itself (OUTSIDE)
-        self.refused: List[str] = []
-        self.calls_in_flight = 0
+        self.contained = bool(contained)
         self.learner_files = frozenset(learner_files)
         self.grader_files = frozenset(grader_files)
-        self.files: set = set()         # source and bytecode files of the refused modules
         self.modules: List[str] = []
-        self.original_ids: set = set()  # identity() of every original a guard replaced (ints only)
-        self.installed: dict = {}       # module name -> its namespace right after install
-        self.introspected: List[str] = []   # code/frame introspection by learner code (audit)
+        self.evidence = None            # an Evidence, set by forget
+
+    @property
+    def refused(self) -> tuple:
+        """Refused calls and reads so far (a copy)."""
+        return self.evidence.refused if self.evidence is not None else _evidence(self).refused
+
+    @property
+    def introspected(self) -> tuple:
+        """Introspection and reaching outside the process so far (a copy)."""
+        return (self.evidence.introspected if self.evidence is not None
+                else _evidence(self).introspected)
 
     @contextlib.contextmanager
     def learner_running(self):
         """Inside: a learner function is running."""
-        self.calls_in_flight += 1
+        learner_calls(self, 1)
         try:
             yield self
         finally:
-            self.calls_in_flight -= 1
+            learner_calls(self, -1)
 
 
-class _Registry:
-    """The refusals of grades under way, and whether the file guard is hooked (outside the
-    snapshot: the grader's own bookkeeping)."""
-    sandbox_skip = True
+Evidence = collections.namedtuple("Evidence", "refused introspected audited")
+Evidence.__doc__ = ("What a grade's refusal saw, copied out of the sealed state: refused calls "
+                    "and reads, introspection and reaching outside the process, and "
+                    "AUDITED_EVENTS raised while it was active (tuples of str).")
+
+
+class _Entry:
+    """One active refusal in the sealed state: the frozen copy of its handle's policy, taken at
+    the first :func:`install`, and the evidence the guards and the audit hook note."""
+    __slots__ = ("handle", "contained", "learner_files", "grader_files", "files", "installed",
+                 "original_ids", "refused", "introspected", "audited", "calls")
+
+    def __init__(self, handle: Refusal):
+        self.handle = identity(handle)
+        self.contained = handle.contained is True
+        self.learner_files = frozenset(_plain(f) for f in handle.learner_files) - {None}
+        self.grader_files = frozenset(_plain(f) for f in handle.grader_files) - {None}
+        self.files = frozenset()
+        self.installed: dict = {}       # module name -> its namespace right after install
+        self.original_ids: set = set()
+        self.refused: List[str] = []
+        self.introspected: List[str] = []
+        self.audited: List[str] = []
+        self.calls = 0
+
+
+class _State:
+    """The grader's state that gates the audit hook and collects its evidence: the active
+    refusals (:class:`_Entry`), the threads inside the hook (re-entrancy), whether the hook is
+    installed. Exactly one exists, created below and sealed into the code constants of the
+    functions that use it (:func:`seal`): no module global, closure, default or attribute of a
+    reachable object refers to it, so learner code reaches it only through an audited read of
+    ``__code__``/``f_code`` (refused by the hook) or the collector (``gc``, refused)."""
+    __slots__ = ("active", "busy", "hooked")
 
     def __init__(self):
-        self.active: List[Refusal] = []
+        self.active: List[_Entry] = []
+        self.busy: set = set()          # thread ids inside the hook or _unaudited
         self.hooked = False
-        self.in_hook = False
 
 
-_registry = _Registry()
+_STATE = "\0nlpcore.refusal: the grader's state"    # stands for the _State in sealed code
+_AT = 0
+
+
+def _plain(text):
+    """``text`` as an exact str (a str or bytes subclass copied in C, so that none of its
+    methods run here: learner code must never run inside the audit hook), or None."""
+    kind = type(text)
+    if kind is str:
+        return text
+    if issubclass(kind, str):
+        return str.__str__(text)
+    if issubclass(kind, bytes):
+        try:
+            return os.fsdecode(bytes.join(b"", (text,)))
+        except (UnicodeDecodeError, ValueError):
+            return None
+    return None
+
+
+def _trusted_caller(depth: int = 2) -> bool:
+    """Whether the function ``depth`` frames out (the caller of the function asking) is code of
+    this file or of the grading session: only they start and end a grade's refusal and count
+    its learner calls. Learner code cannot compile code under those names (refused below), and
+    no function there passes on a refusal that its caller chose."""
+    name = _plain(sys._getframe(depth).f_code.co_filename)
+    return name is not None and os.path.abspath(name) in _TRUSTED_FILES
+
+
+_TRUSTED_FILES = frozenset(os.path.join(_PACKAGE_DIR, *p) for p in
+                           (("refusal.py",), ("lab", "session.py")))
+
+
+def _refuse_untrusted(what: str) -> None:
+    if not _trusted_caller(3):
+        raise RefusedCall("%s is the grader's own: your code may not call it" % what)
 
 
 def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> None:
-    """Guard every function of ``modules`` (see the module docstring), noting refusals in
-    ``refusal``. Modules this build does not have are skipped. Undone by the grade's snapshot
-    restore, or by :func:`refused` on exit."""
+    """Guard every function of ``modules`` (see the module docstring), noting refusals in the
+    sealed state under ``refusal``. Modules this build does not have are skipped. Undone by the
+    grade's snapshot restore, or by :func:`refused` on exit. Only the grading session (and
+    :func:`refused`) may call it."""
+    _refuse_untrusted("refusal.install")
+    state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
     hook()
-    if refusal not in _registry.active:
-        _registry.active.append(refusal)
+    entry = _entry(state, refusal)
+    if entry is None:
+        entry = _Entry(refusal)
+        state.active.append(entry)
     loaded = []
     for name in modules:
+        if type(name) is not str:
+            raise TypeError("modules: expected module names (str), got %r" % type(name).__name__)
         try:
             module = importlib.import_module(name)
         except ImportError:
             continue
         refusal.modules.append(name)
         loaded.append((name, module))
-        source = getattr(module, "__file__", "") or ""
+        source = _plain(getattr(module, "__file__", "") or "")
         if source:
-            source = os.path.realpath(source)   # compared with the real path of each open
-            refusal.files.update(_files_of(source))
-            for path in list(refusal.files):
+            files = _files_of(os.path.realpath(source))     # compared with each open's real path
+            entry.files = entry.files | files
+            for path in files:
                 linecache.cache.pop(path, None)
     guards = {}                             # identity(original) -> its guard, for this call
     with _unaudited():                      # the grader reading its own functions' code
         for name, module in loaded:
             for attr, value in list(vars(module).items()):
-                if isinstance(value, types.FunctionType) and value.__module__ == name:
-                    guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), refusal, strict)
+                # exact types only: a str subclass (a name, a __module__) would run its own
+                # methods here, inside the quiet window
+                if (type(attr) is str and type(value) is types.FunctionType
+                        and type(value.__module__) is str and value.__module__ == name):
+                    guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), entry, strict)
     for name, module in loaded:             # the module's own functions, and the originals it
         for attr, value in list(vars(module).items()):  # imported from another refused module
-            if isinstance(value, types.FunctionType) and identity(value) in guards:
+            if type(attr) is str and type(value) is types.FunctionType and identity(value) in guards:
                 setattr(module, attr, guards[identity(value)])
-    refusal.original_ids.update(guards)
+    entry.original_ids.update(guards)
     for name, module in loaded:
-        refusal.installed[name] = dict(vars(module))
+        entry.installed[name] = dict(vars(module))
 
 
-@contextlib.contextmanager
-def _unaudited():
-    """Inside, the file guard's audit hook lets every event through, as it does its own: for the
-    grader's code between learner calls (no learner code runs inside), which reads the code of
-    every function it guards -- each read an audit event, each checked for the learner reaching
-    nlpcore's code (:func:`_audit_introspection`) at the cost of two path normalisations."""
-    before = _registry.in_hook
-    _registry.in_hook = True
+def original_ids(refusal: Refusal) -> frozenset:
+    """identity() of every original the guards of ``refusal`` replaced (ints only)."""
+    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    return frozenset(entry.original_ids) if entry is not None else frozenset()
+
+
+def _entry(state: _State, refusal: Refusal):
+    """The active entry of ``refusal`` in ``state``, or None (for the sealed functions here)."""
+    key = identity(refusal)
+    for entry in state.active:
+        if entry.handle == key:
+            return entry
+    return None
+
+
+def _evidence(refusal: Refusal) -> Evidence:
+    """What the active ``refusal`` has seen so far, copied (empty when it is not active)."""
+    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    if entry is None:
+        return Evidence((), (), ())
+    return Evidence(tuple(entry.refused), tuple(entry.introspected), tuple(entry.audited))
+
+
+def refused_count(refusal: Refusal) -> int:
+    """How many refused calls ``refusal`` has noted (see :func:`refused_since`)."""
+    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    return 0 if entry is None else len(entry.refused)
+
+
+def refused_since(refusal: Refusal, count: int) -> tuple:
+    """The refused calls noted after the first ``count`` (a copy): the list only grows while
+    the refusal is active, so no caller can take a refusal back."""
+    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    return () if entry is None else tuple(entry.refused[count:])
+
+
+def learner_calls(refusal: Refusal, step: int) -> None:
+    """A learner function starts (``step`` 1) or returns (-1) under ``refusal``. Only the
+    grading session and this module may count."""
+    _refuse_untrusted("refusal.learner_calls")
+    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    if entry is not None and step in (1, -1):
+        entry.calls += step
+
+
+def _unaudited_():
+    """Inside, the file guard's audit hook lets this thread's events through, as it does its
+    own: for the grader's code between learner calls (no learner code runs inside), which
+    reads the code of every function it guards -- each read an audit event, each checked for
+    the learner reaching nlpcore's code (:func:`_audit_introspection`) at the cost of two path
+    normalisations."""
+    busy = ("\0nlpcore.refusal: the grader's state", None)[_AT].busy
+    me = _thread.get_ident()
+    inside = me in busy
+    busy.add(me)
     try:
         yield
     finally:
-        _registry.in_hook = before
+        if not inside:
+            busy.discard(me)
 
 
 def changes(refusal: Refusal) -> List[str]:
     """The refused modules whose namespace lost or rebound a name since :func:`install` (a
     guard replaced, an original put back): "module <name>" each, as the snapshot says it."""
+    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     out = []
-    for name, after in refusal.installed.items():
+    for name, after in (entry.installed.items() if entry is not None else ()):
         now = vars(sys.modules[name]) if name in sys.modules else {}
         if any(key not in now or now[key] is not value for key, value in after.items()):
             out.append("module " + name)
     return out
 
 
-def forget(refusal: Refusal) -> None:
-    """The grade is over: its file guard stops."""
-    if refusal in _registry.active:
-        _registry.active.remove(refusal)
+def forget(refusal: Refusal) -> Evidence:
+    """The grade is over: its file guard stops. Returns what it saw (also kept as
+    ``refusal.evidence``). Only the grading session (and :func:`refused`) may call it."""
+    _refuse_untrusted("refusal.forget")
+    state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
+    entry = _entry(state, refusal)
+    if entry is None:
+        return refusal.evidence if refusal.evidence is not None else Evidence((), (), ())
+    state.active.remove(entry)
+    refusal.evidence = Evidence(tuple(entry.refused), tuple(entry.introspected),
+                                tuple(entry.audited))
+    return refusal.evidence
 
 
 @contextlib.contextmanager
@@ -248,28 +395,34 @@ def seal(fn, placeholder: str, obj):
                               fn.__defaults__, fn.__closure__)
 
 
-def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
-    """The guard of ``fn``: the original sits in the guard's code constants, where only an
-    audited introspection (``__code__``, ``f_code``) reaches it, never in a closure cell."""
+def _guard(fn, qualified: str, entry: _Entry, strict: bool):
+    """The guard of ``fn``: the original, and the grade's entry in the sealed state, sit in the
+    guard's code constants, where only an audited introspection (``__code__``, ``f_code``)
+    reaches them, never in a closure cell."""
     home = os.path.abspath(fn.__code__.co_filename)     # the refused module's own file
 
     def refused(*args, **kwargs):
+        # (fn, entry, qualified, strict, home), sealed into this constant below (seal); the
+        # original and the entry are never bound to a name here: a frame's locals are readable
+        _, entry, qualified, strict, home = ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT]
+        del _
         caller = sys._getframe(1)
-        where = os.path.abspath(caller.f_code.co_filename)
+        where = _plain(caller.f_code.co_filename) or ""
+        where = os.path.abspath(where)
         if where == home:                   # one of the module's own helpers: allowed when the
-            allowed = not _learner_called(refusal, caller)  # grader, not the learner, called in
+            allowed = not _learner_called(entry, caller)    # grader, not the learner, called in
         elif not strict:
             allowed = _in_package(where)
         else:                               # nlpcore code called by the grader, not by the
-            allowed = (_in_package(where) and not refusal.calls_in_flight   # learner (at load
-                       and not _learner_called(refusal, caller))         # time: the web door)
+            allowed = (_in_package(where) and not entry.calls       # learner (at load time:
+                       and not _learner_called(entry, caller))      # the web door)
+        del entry, caller
         if allowed:
-            # the original, sealed into this constant below (seal)
-            return ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT](*args, **kwargs)
-        refusal.refused.append(qualified)
+            return ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][0](*args, **kwargs)
+        ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][1].refused.append(qualified)
         raise RefusedCall("%s is refused while this step is graded: the step asks you to "
                           "write this computation yourself" % qualified)
-    guard = seal(refused, _ORIGINAL, fn)
+    guard = seal(refused, _ORIGINAL, (fn, entry, qualified, strict, home))
     guard.__name__ = fn.__name__
     guard.__qualname__ = fn.__qualname__
     guard.__doc__ = fn.__doc__
@@ -286,7 +439,7 @@ def _learner_called(refusal: Refusal, frame) -> bool:
     between is passed over; no frame of either kind (a thread the learner started) counts as
     the learner."""
     while frame is not None:
-        name = frame.f_code.co_filename
+        name = _plain(frame.f_code.co_filename) or ""
         if name in refusal.learner_files:
             return True
         if name in refusal.grader_files or os.path.abspath(name).startswith(_GRADER_DIR):
@@ -309,55 +462,88 @@ def _files_of(source: str) -> set:
 
 def hook() -> None:
     """Install the file guard's audit hook (once per process; before any learner code runs)."""
-    if not _registry.hooked and hasattr(sys, "addaudithook"):
+    state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
+    if not state.hooked and hasattr(sys, "addaudithook"):
         sys.addaudithook(_audit_open)
-        _registry.hooked = True
+        state.hooked = True
 
 
 def _audit_open(event, args):
-    if not _registry.active or _registry.in_hook:
+    """The audit hook (sealed below): cheap for the events it does not handle; for those, once
+    per thread at a time (the hook's own reads raise events), with the active entries."""
+    state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
+    if not state.active or event not in _HANDLED:
         return
+    me = _thread.get_ident()
+    if me in state.busy:
+        return
+    state.busy.add(me)
+    try:
+        _audit(tuple(state.active), event, args, sys._getframe(1))
+    finally:
+        state.busy.discard(me)
+
+
+def _audit(entries, event, args, frame):
+    """The audit hook's work for a handled event raised by the code of ``frame``. No learner
+    code may run in here (its frames hold the entries): arguments are read as exact types."""
     if event == "object.__getattr__":
-        _registry.in_hook = True            # reading attributes here raises events of its own
-        try:
-            _audit_introspection(args)
-        finally:
-            _registry.in_hook = False
+        _audit_introspection(entries, args, frame)
+    elif event in _REFUSED_HOOKS or event in _SPOOFING:
+        _refuse_hook_or_spoof(entries, event, args, frame)
+    elif event in AUDITED_EVENTS:
+        _audit_watched(entries, event, frame)
+    elif event == "import":
+        if _plain(args[0]) in _FRESH_COPIES_OF:    # a second copy of a module the grader watches
+            for entry in entries:
+                if _learner_called(entry, frame):
+                    entry.introspected.append("import of a fresh " + _plain(args[0]))
+    else:                                   # _OUTSIDE_EVENTS, "open"
+        _refuse_outside(entries, event, args, frame)
+        if event == "open":
+            _refuse_file(entries, args, frame)
+
+
+def _refuse_file(entries, args, frame):
+    """Opening a refused module's source or bytecode from learner code."""
+    path = _plain(args[0]) if args else None
+    if path is None:
         return
-    if event in _REFUSED_HOOKS or event in _SPOOFING:
-        _registry.in_hook = True
-        try:
-            _refuse_hook_or_spoof(event, args, sys._getframe(1))
-        finally:
-            _registry.in_hook = False
-        return
-    if event == "import" and args[0] in _FRESH_COPIES_OF:
-        _registry.in_hook = True            # a second copy of a module the grader watches
-        try:
-            frame = sys._getframe(1)
-            for refusal in _registry.active:
-                if _learner_called(refusal, frame):
-                    refusal.introspected.append("import of a fresh " + args[0])
-        finally:
-            _registry.in_hook = False
-        return
-    if event in _OUTSIDE_EVENTS or event == "open":
-        _registry.in_hook = True
-        try:
-            _refuse_outside(event, args, sys._getframe(1))
-        finally:
-            _registry.in_hook = False
-    if event != "open" or not isinstance(args[0], str):
-        return
-    path = os.path.realpath(args[0])        # a link to a refused file is that file
-    for refusal in _registry.active:
-        if path in refusal.files and _learner_called(refusal, sys._getframe(1)):
-            if _for_linecache(sys._getframe(1)):
+    path = os.path.realpath(path)           # a link to a refused file is that file
+    for entry in entries:
+        if path in entry.files and _learner_called(entry, frame):
+            if _for_linecache(frame):
                 raise RefusedRead("reading %s is refused while this step is graded"
                                   % os.path.basename(path))
-            refusal.refused.append("the file " + os.path.basename(path))
+            entry.refused.append("the file " + os.path.basename(path))
             raise RefusedCall("reading %s is refused while this step is graded: the step asks "
                               "you to write this computation yourself" % os.path.basename(path))
+
+
+# Audit events that reach past what a grade's snapshot restores or what the grader can see:
+# another audit hook (permanent), the collector's view of every object (it would reach the
+# grader's sealed state), raw memory and C calls (ctypes), every thread's frames. Noted for
+# every ``contained`` refusal while it is active, whoever raised them (the grade reports them in
+# ``restored`` and fails; the page then replaces its Python worker), and refused when learner
+# code raised them: noting alone would hand learner code what it could then erase.
+AUDITED_EVENTS = frozenset(("sys.addaudithook", "gc.get_objects", "gc.get_referrers",
+                            "gc.get_referents", "ctypes.dlopen", "ctypes.addressof",
+                            "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at",
+                            "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "ctypes.dlsym",
+                            "ctypes.dlsym/handle", "ctypes.call_function",
+                            "ctypes.set_errno", "ctypes.get_errno", "sys._current_frames",
+                            "sys._current_exceptions"))
+
+
+def _audit_watched(entries, event, frame):
+    learner = False
+    for entry in entries:
+        if entry.contained:
+            entry.audited.append(event)
+            learner = learner or _learner_called(entry, frame)
+    if learner:
+        raise RefusedCall("%s is refused while a grade runs: it reaches past what the grader "
+                          "can check or restore" % event)
 
 
 # The learner process reaching outside itself, refused while a grade runs where the Refusal is
@@ -390,23 +576,21 @@ _WHY_OUTSIDE = {
 
 def _outside(event, args):
     """(what, kind of :data:`_WHY_OUTSIDE`) for an event that reaches outside the learner
-    process, or None."""
+    process, or None. Arguments are read as exact types (no learner method runs here)."""
     if event in _STARTS_PROCESS:
         return event, "process"
     if event in ("os.kill", "os.killpg"):
         target = args[0] if args else None
-        if isinstance(target, int) and target == os.getpid():
+        if type(target) is int and target == os.getpid():
             return None                     # itself (the learner process leads its own group)
-        return "%s of %s" % (event, target), "signal"
+        return "%s of %s" % (event, target if type(target) is int else "a process"), "signal"
     if event == "mmap.__new__":
         return "mmap", "mmap"
     if event.startswith("resource."):
         return event, "limit"
-    path = args[0] if args else None        # "open"
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if not isinstance(path, str):
-        return None                         # an int: a descriptor the process already has
+    path = _plain(args[0]) if args else None    # "open"; an int is a descriptor it already has
+    if path is None:
+        return None
     for name in (os.path.abspath(path), os.path.realpath(path)):
         if name == "/proc" or name.startswith("/proc/"):
             return "opening " + path, "proc"
@@ -415,18 +599,18 @@ def _outside(event, args):
     return None
 
 
-def _refuse_outside(event, args, frame):
-    """The audit hook's part for the learner process reaching outside itself: noted in
-    :attr:`Refusal.introspected` (the grade fails) and refused (raised in the learner's call)."""
-    learner = [r for r in _registry.active if r.contained and _learner_called(r, frame)]
+def _refuse_outside(entries, event, args, frame):
+    """The audit hook's part for the learner process reaching outside itself: noted in the
+    entry's ``introspected`` (the grade fails) and refused (raised in the learner's call)."""
+    learner = [e for e in entries if e.contained and _learner_called(e, frame)]
     if not learner:
         return
     found = _outside(event, args)
     if found is None:
         return
     what, kind = found
-    for refusal in learner:
-        refusal.introspected.append(what)
+    for entry in learner:
+        entry.introspected.append(what)
     raise RefusedCall("%s is refused: %s" % (what, _WHY_OUTSIDE[kind]))
 
 
@@ -460,50 +644,58 @@ def _is_stack_reader(filename: str) -> bool:
 
 
 def _is_the_file(source, filename: str) -> bool:
-    """Whether ``source`` (str or bytes) is the text of the file ``filename``."""
-    if not isinstance(source, (str, bytes)):
+    """Whether ``source`` (str or bytes, read as exact types) is the text of the file
+    ``filename``."""
+    kind = type(source)
+    if issubclass(kind, str):
+        data_in = str.encode(source, "utf-8", "surrogatepass")
+    elif issubclass(kind, bytes):
+        data_in = bytes.join(b"", (source,))
+    else:
         return False
     try:
         with open(filename, "rb") as f:
             data = f.read()
     except OSError:
         return False
-    return data == (source.encode("utf-8") if isinstance(source, str) else source)
+    return bytes.__eq__(data, data_in) is True
 
 
-def _refuse_hook_or_spoof(event, args, frame):
+def _refuse_hook_or_spoof(entries, event, args, frame):
     """The audit hook's part for :data:`_REFUSED_HOOKS` and :data:`_SPOOFING` events raised by
-    learner code: noted in :attr:`Refusal.introspected` and refused (an audit hook that raises
+    learner code: noted in the entry's ``introspected`` and refused (an audit hook that raises
     stops the call; for ``sys.addaudithook`` a RuntimeError is what stops it)."""
     if event in _SPOOFING:
-        filename = args[1] if len(args) > 1 else None
-        if not isinstance(filename, str) or not (
+        filename = _plain(args[1]) if len(args) > 1 else None
+        if filename is None or not (
                 _in_package(filename) or os.path.basename(filename) in _STACK_READERS
                 or filename in HIDDEN_CODE_FILES):
             return
         if event == "compile" and _is_the_file(args[0], filename):
             return                          # an import compiling the module's own source
-        if frame is not None and _in_package(frame.f_code.co_filename):
+        if frame is not None and _in_package(_plain(frame.f_code.co_filename) or ""):
             return                          # nlpcore's own (seal copies a function's code)
         what = "compiling code as %s" % os.path.basename(filename)
     else:
         what = event
-    learner = [r for r in _registry.active if _learner_called(r, frame)]
+    learner = [e for e in entries if _learner_called(e, frame)]
     if not learner:
         return
-    for refusal in learner:
-        refusal.introspected.append(what)
+    for entry in learner:
+        entry.introspected.append(what)
     raise RefusedCall("%s is refused while a grade runs: it would let your code watch or pass "
                       "for the grader's own code" % what)
 
 
-def _audit_introspection(args):
-    """Note learner code reaching a code object of nlpcore (where the guards keep the originals
-    and from which a function can be rebuilt) or the frame of an nlpcore generator (the grade's
-    own state): ``__code__``, ``f_code`` and ``gi_frame``/``cr_frame``/``ag_frame``."""
+def _audit_introspection(entries, args, frame):
+    """Refuse (and note) learner code reaching a code object of nlpcore (where the guards keep
+    the originals and the grader its sealed state, and from which a function can be rebuilt) or
+    the frame of an nlpcore generator (the grade's own state): ``__code__``, ``f_code``,
+    ``tb_frame`` and ``gi_frame``/``cr_frame``/``ag_frame``. Refused, not only noted: learner
+    code holding the grader's state could erase the note."""
     target, attr = args[0], args[1]
     if attr == "__code__":
-        code = getattr(target, "__code__", None)
+        code = getattr(target, "__code__", None) if type(target) is types.FunctionType else None
     elif attr == "f_code":
         code = target.f_code
     elif attr == "tb_frame":
@@ -512,14 +704,35 @@ def _audit_introspection(args):
         code = getattr(target, _FRAMES_OF[attr], None)
     else:
         return
-    if code is None or not (_in_package(code.co_filename) or code.co_filename in HIDDEN_CODE_FILES):
+    if type(code) is not types.CodeType:
         return
-    frame = sys._getframe(2)                # the code that asked (1 is _audit_open)
-    if frame is None or _in_package(frame.f_code.co_filename):
+    name = _plain(code.co_filename) or ""
+    if not (_in_package(name) or name in HIDDEN_CODE_FILES):
+        return
+    if frame is None or _in_package(_plain(frame.f_code.co_filename) or ""):
         return                              # nlpcore's own (a guard reads its caller's code)
-    if attr in ("f_code", "tb_frame") and _is_stack_reader(frame.f_code.co_filename):
+    if attr in ("f_code", "tb_frame") and _is_stack_reader(_plain(frame.f_code.co_filename) or ""):
         return                              # formatting a traceback or a stack (inspect.stack,
                                             # traceback.print_stack) reads every frame's code
-    for refusal in _registry.active:
-        if _learner_called(refusal, frame):
-            refusal.introspected.append("%s of %s" % (attr, os.path.basename(code.co_filename)))
+    learner = [e for e in entries if _learner_called(e, frame)]
+    if not learner:
+        return
+    what = "%s of %s" % (attr, os.path.basename(name))
+    for entry in learner:
+        entry.introspected.append(what)
+    raise RefusedCall("reading the %s is refused while a grade runs: it holds the grader's "
+                      "own state" % what)
+
+
+_HANDLED = frozenset(("object.__getattr__", "import", "open") + _REFUSED_HOOKS + _SPOOFING
+                     + tuple(AUDITED_EVENTS) + tuple(_OUTSIDE_EVENTS))
+
+# The sealing: one _State, in the code constants of the functions that use it (see _State).
+_the_state = _State()
+for _name in ("install", "original_ids", "_evidence", "refused_count", "refused_since",
+              "learner_calls", "changes", "forget", "hook", "_audit_open"):
+    _fn = seal(globals()[_name], _STATE, _the_state)
+    _fn.__doc__ = globals()[_name].__doc__
+    globals()[_name] = _fn
+_unaudited = contextlib.contextmanager(seal(_unaudited_, _STATE, _the_state))
+del _the_state, _name, _fn, _unaudited_
