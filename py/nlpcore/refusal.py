@@ -45,6 +45,7 @@ this way: they are computed in an interpreter that never ran learner code
 from __future__ import annotations
 
 import _thread
+import builtins
 import collections
 import contextlib
 import importlib
@@ -186,10 +187,13 @@ def _plain(text):
         return str.__str__(text)
     if issubclass(kind, bytes):
         try:
-            return os.fsdecode(bytes.join(b"", (text,)))
-        except (UnicodeDecodeError, ValueError):
+            return bytes.decode(bytes.join(b"", (text,)), _FS_ENCODING, _FS_ERRORS)
+        except (UnicodeDecodeError, LookupError):
             return None
     return None
+
+
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
 
 def _trusted_caller(depth: int = 2) -> bool:
@@ -470,38 +474,47 @@ def hook() -> None:
 
 def _audit_open(event, args):
     """The audit hook (sealed below): cheap for the events it does not handle; for those, once
-    per thread at a time (the hook's own reads raise events), with the active entries."""
-    state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
-    if not state.active or event not in _HANDLED:
+    per thread at a time (the hook's own reads raise events), with the active entries. No name
+    here holds the state (a refusal raised from here leaves this frame in the learner's
+    traceback, where its locals can be read); the work is done by :func:`_audit`, called
+    through a constant, with globals of its own (see _private_chain): learner code can rebind
+    neither it nor what it calls, not even for a moment."""
+    if not ("\0nlpcore.refusal: the grader's state", None)[_AT].active or event not in _HANDLED:
         return
     me = _thread.get_ident()
-    if me in state.busy:
+    if me in ("\0nlpcore.refusal: the grader's state", None)[_AT].busy:
         return
-    state.busy.add(me)
+    ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.add(me)
     try:
-        _audit(tuple(state.active), event, args, sys._getframe(1))
+        refusal = ("\0nlpcore.refusal: the hook's work", None)[_AT][0](
+            tuple(("\0nlpcore.refusal: the grader's state", None)[_AT].active), event, args,
+            ("\0nlpcore.refusal: the hook's work", None)[_AT][1](1))
     finally:
-        state.busy.discard(me)
+        ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.discard(me)
+    if refusal is not None:
+        raise refusal
 
 
 def _audit(entries, event, args, frame):
-    """The audit hook's work for a handled event raised by the code of ``frame``. No learner
-    code may run in here (its frames hold the entries): arguments are read as exact types."""
+    """The audit hook's work for a handled event raised by the code of ``frame``: the
+    exception that refuses it, or None. No learner code may run in here (its frames hold the
+    entries): arguments are read as exact types."""
     if event == "object.__getattr__":
-        _audit_introspection(entries, args, frame)
-    elif event in _REFUSED_HOOKS or event in _SPOOFING:
-        _refuse_hook_or_spoof(entries, event, args, frame)
-    elif event in AUDITED_EVENTS:
-        _audit_watched(entries, event, frame)
-    elif event == "import":
+        return _audit_introspection(entries, args, frame)
+    if event in _REFUSED_HOOKS or event in _SPOOFING:
+        return _refuse_hook_or_spoof(entries, event, args, frame)
+    if event in AUDITED_EVENTS:
+        return _audit_watched(entries, event, frame)
+    if event == "import":
         if _plain(args[0]) in _FRESH_COPIES_OF:    # a second copy of a module the grader watches
             for entry in entries:
                 if _learner_called(entry, frame):
                     entry.introspected.append("import of a fresh " + _plain(args[0]))
-    else:                                   # _OUTSIDE_EVENTS, "open"
-        _refuse_outside(entries, event, args, frame)
-        if event == "open":
-            _refuse_file(entries, args, frame)
+        return None
+    refused = _refuse_outside(entries, event, args, frame)     # _OUTSIDE_EVENTS, "open"
+    if refused is None and event == "open":
+        refused = _refuse_file(entries, args, frame)
+    return refused
 
 
 def _refuse_file(entries, args, frame):
@@ -513,10 +526,10 @@ def _refuse_file(entries, args, frame):
     for entry in entries:
         if path in entry.files and _learner_called(entry, frame):
             if _for_linecache(frame):
-                raise RefusedRead("reading %s is refused while this step is graded"
+                return RefusedRead("reading %s is refused while this step is graded"
                                   % os.path.basename(path))
             entry.refused.append("the file " + os.path.basename(path))
-            raise RefusedCall("reading %s is refused while this step is graded: the step asks "
+            return RefusedCall("reading %s is refused while this step is graded: the step asks "
                               "you to write this computation yourself" % os.path.basename(path))
 
 
@@ -542,7 +555,7 @@ def _audit_watched(entries, event, frame):
             entry.audited.append(event)
             learner = learner or _learner_called(entry, frame)
     if learner:
-        raise RefusedCall("%s is refused while a grade runs: it reaches past what the grader "
+        return RefusedCall("%s is refused while a grade runs: it reaches past what the grader "
                           "can check or restore" % event)
 
 
@@ -611,7 +624,7 @@ def _refuse_outside(entries, event, args, frame):
     what, kind = found
     for entry in learner:
         entry.introspected.append(what)
-    raise RefusedCall("%s is refused: %s" % (what, _WHY_OUTSIDE[kind]))
+    return RefusedCall("%s is refused: %s" % (what, _WHY_OUTSIDE[kind]))
 
 
 _FRESH_COPIES_OF = ("_tracemalloc",)   # its functions are watched (judging.peak_memory)
@@ -631,16 +644,20 @@ _SPOOFING = ("compile", "code.__new__")
 _STACK_READERS = ("traceback.py", "inspect.py")   # stdlib modules that read every frame's code
 
 
-def _stdlib_file(name: str) -> str:
-    import inspect
-    import traceback
-    return {"traceback.py": traceback.__file__, "inspect.py": inspect.__file__}[name]
-
-
 def _is_stack_reader(filename: str) -> bool:
     """Whether ``filename`` is the real traceback.py or inspect.py of the standard library."""
     base = os.path.basename(filename)
-    return base in _STACK_READERS and os.path.realpath(filename) == os.path.realpath(_stdlib_file(base))
+    return base in _STACK_READERS and os.path.realpath(filename) == _STACK_READER_FILES.get(base)
+
+
+def _stack_reader_files() -> dict:
+    import inspect
+    import traceback
+    return {"traceback.py": os.path.realpath(traceback.__file__),
+            "inspect.py": os.path.realpath(inspect.__file__)}
+
+
+_STACK_READER_FILES = _stack_reader_files()
 
 
 def _is_the_file(source, filename: str) -> bool:
@@ -683,7 +700,7 @@ def _refuse_hook_or_spoof(entries, event, args, frame):
         return
     for entry in learner:
         entry.introspected.append(what)
-    raise RefusedCall("%s is refused while a grade runs: it would let your code watch or pass "
+    return RefusedCall("%s is refused while a grade runs: it would let your code watch or pass "
                       "for the grader's own code" % what)
 
 
@@ -720,12 +737,57 @@ def _audit_introspection(entries, args, frame):
     what = "%s of %s" % (attr, os.path.basename(name))
     for entry in learner:
         entry.introspected.append(what)
-    raise RefusedCall("reading the %s is refused while a grade runs: it holds the grader's "
+    return RefusedCall("reading the %s is refused while a grade runs: it holds the grader's "
                       "own state" % what)
 
 
 _HANDLED = frozenset(("object.__getattr__", "import", "open") + _REFUSED_HOOKS + _SPOOFING
                      + tuple(AUDITED_EVENTS) + tuple(_OUTSIDE_EVENTS))
+
+def _private_chain():
+    """(the hook's work, ``sys._getframe``): :func:`_audit` and every function it calls, copied
+    with globals of their own -- a copy of this module's taken now, its builtins a copy too,
+    ``os``, ``os.path``, ``sys`` and ``types`` stand-ins holding what the hook uses, and
+    ``os.path``'s functions copied likewise -- so that learner code rebinding a name here, in
+    ``os``, ``posixpath`` or ``builtins`` (and putting it back before the grade ends) changes
+    nothing the hook does. Reached only through :func:`_audit_open`'s code constants."""
+    import genericpath
+    import posixpath
+    import stat
+    fake_os = types.SimpleNamespace(**{name: getattr(os, name) for name in (
+        "PathLike", "environ", "fsdecode", "fsencode", "fspath", "fstat", "getcwd", "getcwdb",
+        "getuid", "lstat", "readlink", "stat", "getpid", "sep") if hasattr(os, name)})
+    fake_stat = types.SimpleNamespace(**{name: getattr(stat, name) for name in dir(stat)
+                                         if name.startswith("S_")})
+    own_builtins = dict(vars(builtins))
+    paths = dict(vars(genericpath))
+    paths.update(vars(posixpath))
+    paths.update(os=fake_os, stat=fake_stat, __builtins__=own_builtins, genericpath=None)
+    for name, value in list(paths.items()):
+        if type(value) is types.FunctionType:
+            paths[name] = _rebound(value, paths)
+    fake_os.path = types.SimpleNamespace(**{name: paths[name] for name in (
+        "realpath", "abspath", "basename", "isdir", "split", "join", "normpath", "isabs")})
+    chain = dict(globals())
+    chain.update(os=fake_os, __builtins__=own_builtins,
+                 sys=types.SimpleNamespace(_getframe=sys._getframe),
+                 types=types.SimpleNamespace(FunctionType=types.FunctionType,
+                                             CodeType=types.CodeType),
+                 _thread=None, linecache=None, importlib=None)
+    for name in ("_audit", "_audit_introspection", "_refuse_hook_or_spoof", "_audit_watched",
+                 "_refuse_outside", "_outside", "_refuse_file", "_learner_called",
+                 "_for_linecache", "_plain", "_in_package", "_is_stack_reader", "_is_the_file"):
+        chain[name] = _rebound(globals()[name], chain)
+    return chain["_audit"], sys._getframe
+
+
+def _rebound(fn, namespace: dict):
+    """A copy of ``fn`` whose globals (and builtins) are ``namespace``."""
+    copy = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy
+
 
 # The sealing: one _State, in the code constants of the functions that use it (see _State).
 _the_state = _State()
@@ -734,5 +796,6 @@ for _name in ("install", "original_ids", "_evidence", "refused_count", "refused_
     _fn = seal(globals()[_name], _STATE, _the_state)
     _fn.__doc__ = globals()[_name].__doc__
     globals()[_name] = _fn
+_audit_open = seal(_audit_open, "\0nlpcore.refusal: the hook's work", _private_chain())
 _unaudited = contextlib.contextmanager(seal(_unaudited_, _STATE, _the_state))
 del _the_state, _name, _fn, _unaudited_
