@@ -120,7 +120,7 @@ KERNEL_ESCAPES = {
         + "    return _orig(q, k, v, causal=causal)\n"),
     "original in the guard's closure": (
         "import nlpcore.kernels.reference as ref\n" + ATTENTION
-        + "    fn = next((c.cell_contents for c in ref.forward.__closure__\n"  # none there:
+        + "    fn = next((c.cell_contents for c in (ref.forward.__closure__ or ())\n"  # none there:
           "               if getattr(c.cell_contents, '__name__', '') == 'forward'),\n"
           "              ref.forward)\n"                                   # the guard refuses
           "    return fn(q, k, v, causal=causal)\n"),

@@ -53,95 +53,137 @@ KERNEL_CALL = ("    return flash_np.forward(q, k, v, causal=causal, block_q=bloc
                "block_k=block_k)\n")
 SIG = "def attention(q, k, v, block_q, block_k, causal=False):\n"
 
-# Each: learner code for online-softmax/compose that must fail. On the old code each passed.
+# Swap the guards of every nlpcore.kernels module for the originals sealed in their code (one
+# __code__ read each), call the library's forward, put the guards back: passes Compose where
+# the reads go unnoticed (the review's a2_inhook.py). ``_off()``/``_on()`` is each attack's way
+# of making the reads unnoticed, on the code before this change.
+SWAP = HANDLE + textwrap.dedent("""
+    import types
+    from nlpcore import refusal
+    from nlpcore.kernels import flash_np
+    def _sealed(fn):
+        for c in fn.__code__.co_consts:
+            if isinstance(c, tuple) and len(c) == 2 and c[1] is None and callable(c[0]):
+                return c[0]
+    def attention(q, k, v, block_q, block_k, causal=False):
+        swaps = []
+        state = _off()
+        try:
+            for name, mod in list(sys.modules.items()):
+                if not name.startswith("nlpcore.kernels") or mod is None:
+                    continue
+                ns = vars(mod)
+                guards = {k_: v_ for k_, v_ in ns.items() if isinstance(v_, types.FunctionType)
+                          and v_.__code__.co_filename.endswith("refusal.py")}
+                swaps.append((ns, guards, {k_: _sealed(g) for k_, g in guards.items()}))
+        finally:
+            _on(state)
+        for ns, guards, origs in swaps:
+            ns.update(origs)
+        try:
+            return vars(flash_np)["forward"](q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+        finally:
+            for ns, guards, origs in swaps:
+                ns.update(guards)
+""")
+
+# Each: learner code for online-softmax/compose that must fail. On the code before this change
+# each passed, in both Pythons and both paths (checked by hand against 5ff578f).
 ATTACKS = {
-    # D4 as the review wrote it: the hook's off-switch flag, then the guards' sealed originals
-    "flag in_hook": textwrap.dedent("""
-        import types, sys
-        from nlpcore import refusal
-        from nlpcore.kernels import flash_np
-        def attention(q, k, v, block_q, block_k, causal=False):
-            refusal._registry.in_hook = True
-            fn = [c[0] for c in flash_np.forward.__code__.co_consts
-                  if isinstance(c, tuple) and len(c) == 2 and callable(c[0])][0]
-            refusal._registry.in_hook = False
-            return fn(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
-    """),
-    # the active refusals cleared: the state from the hook's code, or from the collector
-    "active cleared (code)": textwrap.dedent("""
-        from nlpcore import refusal
-        from nlpcore.kernels import flash_np
+    # D4 as the review wrote it: the hook's re-entrancy flag
+    "flag in_hook": SWAP + textwrap.dedent("""
         def _off():
-            for fn in (getattr(refusal, "_audit_open"), getattr(refusal, "install")):
-                for c in fn.__code__.co_consts:
-                    if isinstance(c, tuple) and len(c) == 2 and hasattr(c[0], "active"):
-                        c[0].active.clear()
+            refusal._registry.in_hook = True
+        def _on(state):
+            refusal._registry.in_hook = False
+    """),
+    # the active refusals emptied for the reads: the registry global (old), the state (new)
+    "active cleared": SWAP + textwrap.dedent("""
+        def _off():
             reg = getattr(refusal, "_registry", None)
-            if reg is not None:
-                reg.active.clear()
-    """) + SIG + "    _off()\n" + KERNEL_CALL,
-    "active cleared (gc)": textwrap.dedent("""
+            if reg is None:                     # the sealed state, through the hook's code
+                reg = [c[0] for c in refusal._audit_open.__code__.co_consts
+                       if isinstance(c, tuple) and c and hasattr(c[0], "active")][0]
+            saved = list(reg.active)
+            del reg.active[:]
+            return reg, saved
+        def _on(state):
+            state[0].active[:] = state[1]
+    """),
+    # ... found through the collector, with the session's AUDITED_EVENTS gate emptied first
+    "active cleared through gc": SWAP + textwrap.dedent("""
         import gc
         from nlpcore.lab import session
-        from nlpcore.kernels import flash_np
+        _active = list(session._grader.active)      # the AUDITED_EVENTS gate, emptied for the
+        del session._grader.active[:]               # scan (at load: no peak measured there)
+        try:
+            _reg = [o for o in gc.get_objects() if type(o).__name__ in ("_Registry", "_State")][0]
+        finally:
+            session._grader.active[:] = _active
         def _off():
-            session._grader.active.clear()       # the old AUDITED_EVENTS hook's gate
-            for o in gc.get_objects():
-                if type(o).__name__ in ("_State", "_Registry"):
-                    o.active.clear()
-    """) + SIG + "    _off()\n" + KERNEL_CALL,
-    # forget the grade's refusal, or write its policy, through the handle in a frame's locals
-    "forget the grade's refusal": HANDLE + textwrap.dedent("""
-        from nlpcore import refusal
-        from nlpcore.kernels import flash_np
-        def _off():
-            refusal.forget(_handle())
-    """) + SIG + "    _off()\n" + KERNEL_CALL,
-    "write the refusal's fields": HANDLE + textwrap.dedent("""
-        from nlpcore.kernels import flash_np
-        def _off():
-            h = _handle()
-            h.contained = False
-            h.learner_files = frozenset()
-    """) + SIG + "    _off()\n" + KERNEL_CALL,
-    # do something noted, then clear the evidence
-    "evidence cleared": HANDLE + textwrap.dedent("""
-        from nlpcore.kernels import flash_np
-        def attention(q, k, v, block_q, block_k, causal=False):
-            fn = [c[0] for c in flash_np.forward.__code__.co_consts
-                  if isinstance(c, tuple) and len(c) == 2 and callable(c[0])][0]
-            out = fn(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
-            h = _handle()
-            for name in ("introspected", "refused"):
-                getattr(h, name).clear()
-            return out
+            saved = list(_reg.active)
+            del _reg.active[:]
+            return saved
+        def _on(saved):
+            _reg.active[:] = saved
     """),
-    # rebind a function the hook calls, for a moment (put back before the grade ends)
-    "hook helper rebound": textwrap.dedent("""
-        from nlpcore import refusal
-        from nlpcore.kernels import flash_np
-        def attention(q, k, v, block_q, block_k, causal=False):
+    # the grade's refusal forgotten, then put back
+    "forget the grade's refusal": SWAP + textwrap.dedent("""
+        def _off():
+            h = _handle()
+            refusal.forget(h)
+            return h
+        def _on(h):
+            reg = getattr(refusal, "_registry", None)
+            if reg is not None:
+                reg.active.append(h)
+    """),
+    # the grade's refusal's policy written: no frame is the learner's
+    "write the refusal's fields": SWAP + textwrap.dedent("""
+        def _off():
+            h = _handle()
+            saved = h.learner_files
+            h.learner_files = frozenset()
+            return h, saved
+        def _on(state):
+            state[0].learner_files = state[1]
+    """),
+    # the reads noted, then the notes erased
+    "evidence cleared": SWAP + textwrap.dedent("""
+        def _off():
+            return _handle()
+        def _on(h):
+            for name in ("introspected", "refused"):
+                del getattr(h, name)[:]
+    """),
+    # a function the hook calls rebound for a moment (put back before the grade ends)
+    "hook helper rebound": SWAP + textwrap.dedent("""
+        def _off():
             saved = refusal._learner_called
             refusal._learner_called = lambda *a: False
-            try:
-                fn = [c for c in flash_np.forward.__code__.co_consts
-                      if isinstance(c, tuple) and len(c) == 2 and c[1] is None][0][0]
-            finally:
-                refusal._learner_called = saved
-            fn = fn[0] if isinstance(fn, tuple) else fn
-            return fn(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+            return saved
+        def _on(saved):
+            refusal._learner_called = saved
     """),
-    # a str subclass as the path: its methods would run inside the hook
-    "str subclass path": FULL + textwrap.dedent("""
+    # a str subclass as the path: its methods ran inside the hook, which then missed the file
+    "str subclass path": textwrap.dedent("""
+        import sys, types
         class P(str):
             def startswith(self, *a): return False
-            def __eq__(self, o): return False
             __hash__ = str.__hash__
+        fresh = {}
+        for name in ("nlpcore.kernels.online_softmax", "nlpcore.kernels.flash_np"):
+            ns = {"__name__": name + "_mine", "__package__": "nlpcore.kernels"}
+            with open(P(sys.modules[name].__file__)) as f:
+                exec(compile(f.read(), name + "_mine.py", "exec"), ns)
+            for other in fresh.values():
+                for key, value in other.items():
+                    if isinstance(ns.get(key), types.FunctionType) and isinstance(value, types.FunctionType):
+                        ns[key] = value
+            fresh[name] = ns
         def attention(q, k, v, block_q, block_k, causal=False):
-            o, lse = _full(q, k, v, causal)
-            with open(P("/proc/self/clear_refs"), "w") as f:
-                f.write("5")
-            return o, lse
+            return fresh["nlpcore.kernels.flash_np"]["forward"](
+                q, k, v, causal=causal, block_q=block_q, block_k=block_k)
     """),
 }
 # Two grades in one learner Python (the page's worker): the first plants, the second profits.
@@ -172,7 +214,12 @@ for name, codes in jobs.items():
     else:                               # the page's learner worker: warm-up, then each code
         step = lab.exercise("online-softmax").step("compose")
         web.collect("online-softmax", "compose", step.solution)
-        out[name] = [web.collect("online-softmax", "compose", code, seed=77) for code in codes]
+        out[name] = []
+        for code in codes:
+            try:
+                out[name].append(web.collect("online-softmax", "compose", code, seed=77))
+            except Exception as err:        # the grader broken (a fault, not a pass)
+                out[name].append({"phase": None, "restored": ["grader broke: %r" % err]})
 print("RESULT" + json.dumps(out))
 """
 JUDGE = r"""
@@ -183,6 +230,10 @@ out = {}
 for name, phases in json.loads(sys.stdin.read()).items():
     out[name] = []
     for p in phases:
+        if p["phase"] is None:
+            out[name].append({"passed": False, "restored": p["restored"], "stdout": "",
+                              "checks": {"grader": ["error", p["restored"][0]]}})
+            continue
         g = web.judge("online-softmax", "compose", p["phase"])
         out[name].append({"passed": g["passed"], "restored": g["restored"], "stdout": g["stdout"],
                           "checks": {c["id"]: [c["status"], c["message"][:300]] for c in g["checks"]}})
