@@ -158,12 +158,20 @@ ATTACKS = {
     """),
     # a function the hook calls rebound for a moment (put back before the grade ends)
     "hook helper rebound": SWAP + textwrap.dedent("""
+        import importlib
+        def _homes():
+            try:
+                return [refusal, importlib.import_module("nlpcore.refusal_hook")]
+            except ImportError:
+                return [refusal]
         def _off():
-            saved = refusal._learner_called
-            refusal._learner_called = lambda *a: False
+            saved = [(m, m._learner_called) for m in _homes()]
+            for m, _ in saved:
+                m._learner_called = lambda *a: False
             return saved
         def _on(saved):
-            refusal._learner_called = saved
+            for m, fn in saved:
+                m._learner_called = fn
     """),
     # a str subclass as the path: its methods ran inside the hook, which then missed the file
     "str subclass path": textwrap.dedent("""
