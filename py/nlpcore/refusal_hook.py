@@ -23,6 +23,7 @@ import types
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))                 # .../nlpcore
 _GRADER_DIR = os.path.join(_PACKAGE_DIR, "lab") + os.sep                   # .../nlpcore/lab/
+_GRADER_REAL = os.path.join(os.path.realpath(_PACKAGE_DIR), "lab") + os.sep
 
 
 class RefusedCall(Exception):
@@ -70,7 +71,12 @@ _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodee
 
 
 def _in_package(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+    if filename[:1] == "/" and "/." not in filename and "//" not in filename:
+        return filename.startswith(_PACKAGE_PREFIX)     # already absolute and normal: no copy
+    return os.path.abspath(filename).startswith(_PACKAGE_PREFIX)
+
+
+_PACKAGE_PREFIX = _PACKAGE_DIR + os.sep
 
 
 def _learner_called(refusal: Refusal, frame) -> bool:
@@ -116,6 +122,12 @@ def _refuse_file(entries, args, frame):
     if path is None:
         return
     path = os.path.realpath(path)           # a link to a refused file is that file
+    if path.startswith(_GRADER_REAL) and path.endswith(".py") and _for_linecache(frame):
+        # the grader's source lines, for a stack the learner's code prints: left out (quietly,
+        # as a missing file) in a grade, where reading them would count against the learner's
+        # memory budget (a tiled check) and shows the learner nothing of its own
+        if any(e.contained and _learner_called(e, frame) for e in entries):
+            return RefusedRead("the grader's source is not shown while a grade runs")
     for entry in entries:
         if path in entry.files and _learner_called(entry, frame):
             if _for_linecache(frame):
@@ -239,18 +251,21 @@ _STACK_READERS = ("traceback.py", "inspect.py")   # stdlib modules that read eve
 
 def _is_stack_reader(filename: str) -> bool:
     """Whether ``filename`` is the real traceback.py or inspect.py of the standard library."""
+    if filename in _STACK_READER_NAMES:     # the name the modules were imported under
+        return True
     base = os.path.basename(filename)
     return base in _STACK_READERS and os.path.realpath(filename) == _STACK_READER_FILES.get(base)
 
 
-def _stack_reader_files() -> dict:
+def _stack_reader_files(real: bool = True) -> dict:
     import inspect
     import traceback
-    return {"traceback.py": os.path.realpath(traceback.__file__),
-            "inspect.py": os.path.realpath(inspect.__file__)}
+    name = os.path.realpath if real else (lambda path: path)
+    return {"traceback.py": name(traceback.__file__), "inspect.py": name(inspect.__file__)}
 
 
 _STACK_READER_FILES = _stack_reader_files()
+_STACK_READER_NAMES = frozenset(_stack_reader_files(real=False).values())
 
 
 def _is_the_file(source, filename: str) -> bool:
