@@ -173,6 +173,18 @@ ATTACKS = {
             for m, fn in saved:
                 m._learner_called = fn
     """),
+    # the grader's quiet window (the hook lets events through) entered by learner code
+    "quiet window": SWAP + textwrap.dedent("""
+        def _off():
+            quiet = getattr(refusal, "_unaudited", None)
+            if quiet is None:                   # (gone: its __code__ then, which is refused)
+                quiet = [c for c in refusal.install.__code__.co_consts if callable(c)][0]
+            cm = quiet()
+            cm.__enter__()
+            return cm
+        def _on(cm):
+            cm.__exit__(None, None, None)
+    """),
     # a str subclass as the path: its methods ran inside the hook, which then missed the file
     "str subclass path": textwrap.dedent("""
         import sys, types

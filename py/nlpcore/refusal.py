@@ -157,7 +157,7 @@ class _State:
 
     def __init__(self):
         self.active: List[_Entry] = []
-        self.busy: set = set()          # thread ids inside the hook or _unaudited
+        self.busy: set = set()          # thread ids inside the hook (its own reads raise events)
         self.hooked = False
 
 
@@ -212,14 +212,12 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
             for path in files:
                 linecache.cache.pop(path, None)
     guards = {}                             # identity(original) -> its guard, for this call
-    with _unaudited():                      # the grader reading its own functions' code
-        for name, module in loaded:
-            for attr, value in list(vars(module).items()):
-                # exact types only: a str subclass (a name, a __module__) would run its own
-                # methods here, inside the quiet window
-                if (type(attr) is str and type(value) is types.FunctionType
-                        and type(value.__module__) is str and value.__module__ == name):
-                    guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), entry, strict)
+    for name, module in loaded:             # (each __code__ read here is an audit event that the
+        for attr, value in list(vars(module).items()):  # hook lets through: nlpcore reads it)
+            # exact types only: a str subclass (a name, a __module__) would run its own methods
+            if (type(attr) is str and type(value) is types.FunctionType
+                    and type(value.__module__) is str and value.__module__ == name):
+                guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), entry, strict)
     for name, module in loaded:             # the module's own functions, and the originals it
         for attr, value in list(vars(module).items()):  # imported from another refused module
             if type(attr) is str and type(value) is types.FunctionType and identity(value) in guards:
@@ -272,23 +270,6 @@ def learner_calls(refusal: Refusal, step: int) -> None:
     entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     if entry is not None and step in (1, -1):
         entry.calls += step
-
-
-def _unaudited_():
-    """Inside, the file guard's audit hook lets this thread's events through, as it does its
-    own: for the grader's code between learner calls (no learner code runs inside), which
-    reads the code of every function it guards -- each read an audit event, each checked for
-    the learner reaching nlpcore's code (:func:`_audit_introspection`) at the cost of two path
-    normalisations."""
-    busy = ("\0nlpcore.refusal: the grader's state", None)[_AT].busy
-    me = _thread.get_ident()
-    inside = me in busy
-    busy.add(me)
-    try:
-        yield
-    finally:
-        if not inside:
-            busy.discard(me)
 
 
 def changes(refusal: Refusal) -> List[str]:
@@ -453,5 +434,4 @@ for _name in ("install", "original_ids", "_evidence", "refused_count", "refused_
     _fn.__doc__ = globals()[_name].__doc__
     globals()[_name] = _fn
 _audit_open = seal(_audit_open, "\0nlpcore.refusal: the hook's work", _private_chain())
-_unaudited = contextlib.contextmanager(seal(_unaudited_, _STATE, _the_state))
-del _the_state, _name, _fn, _unaudited_
+del _the_state, _name, _fn
