@@ -423,7 +423,10 @@ def _audit_open(event, args):
     finally:
         ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.discard(me)
     if refusal is not None:
-        raise refusal
+        try:
+            raise refusal
+        finally:        # the traceback holds this frame: its locals must not hold the exception
+            refusal = None  # (a cycle that only the collector frees, counted in a tiled peak)
 
 
 # The sealing: one _State, in the code constants of the functions that use it (see _State).
