@@ -185,6 +185,40 @@ ATTACKS = {
         def _on(cm):
             cm.__exit__(None, None, None)
     """),
+    # sys._getframe rebound for a moment: forget's caller check shown a session frame
+    "caller check fooled": SWAP + textwrap.dedent("""
+        def _off():
+            h, real = _handle(), sys._getframe
+            code = types.SimpleNamespace(co_filename=sys.modules["nlpcore.lab.session"].__file__)
+            fake = types.SimpleNamespace(f_code=code, f_back=None, f_globals={})
+            sys._getframe = lambda depth=0: fake
+            try:
+                refusal.forget(h)
+            finally:
+                sys._getframe = real
+            return h
+        def _on(h):
+            reg = getattr(refusal, "_registry", None)
+            if reg is not None:
+                reg.active.append(h)
+    """),
+    # ... and a guard shown its own module's frame called by the grader
+    "guard's caller faked": textwrap.dedent("""
+        import sys, types
+        from nlpcore.kernels import flash_np
+        def attention(q, k, v, block_q, block_k, causal=False):
+            real = sys._getframe
+            grader = real()
+            while grader is not None and not str(grader.f_globals.get("__name__")).startswith("nlpcore.lab"):
+                grader = grader.f_back
+            code = types.SimpleNamespace(co_filename=flash_np.__file__)
+            fake = types.SimpleNamespace(f_code=code, f_back=grader, f_globals={})
+            sys._getframe = lambda depth=0: fake
+            try:
+                return flash_np.forward(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+            finally:
+                sys._getframe = real
+    """),
     # a str subclass as the path: its methods ran inside the hook, which then missed the file
     "str subclass path": textwrap.dedent("""
         import sys, types

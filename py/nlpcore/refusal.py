@@ -162,25 +162,8 @@ class _State:
 
 
 _STATE = "\0nlpcore.refusal: the grader's state"    # stands for the _State in sealed code
+_CHAIN = "\0nlpcore.refusal: the private chain"     # for refusal_hook._private_chain()
 _AT = 0
-
-
-def _trusted_caller(depth: int = 2) -> bool:
-    """Whether the function ``depth`` frames out (the caller of the function asking) is code of
-    this file or of the grading session: only they start and end a grade's refusal and count
-    its learner calls. Learner code cannot compile code under those names (refused below), and
-    no function there passes on a refusal that its caller chose."""
-    name = _plain(sys._getframe(depth).f_code.co_filename)
-    return name is not None and os.path.abspath(name) in _TRUSTED_FILES
-
-
-_TRUSTED_FILES = frozenset(os.path.join(_PACKAGE_DIR, *p) for p in
-                           (("refusal.py",), ("lab", "session.py")))
-
-
-def _refuse_untrusted(what: str) -> None:
-    if not _trusted_caller(3):
-        raise RefusedCall("%s is the grader's own: your code may not call it" % what)
 
 
 def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> None:
@@ -188,10 +171,11 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
     sealed state under ``refusal``. Modules this build does not have are skipped. Undone by the
     grade's snapshot restore, or by :func:`refused` on exit. Only the grading session (and
     :func:`refused`) may call it."""
-    _refuse_untrusted("refusal.install")
+    if not ("\0nlpcore.refusal: the private chain", None)[_AT]["_trusted_caller"](1):     # (private: see _private_chain)
+        raise RefusedCall("refusal.install is the grader's own: your code may not call it")
     state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
     hook()
-    entry = _entry(state, refusal)
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](state, refusal)
     if entry is None:
         entry = _Entry(refusal)
         state.active.append(entry)
@@ -217,7 +201,8 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
             # exact types only: a str subclass (a name, a __module__) would run its own methods
             if (type(attr) is str and type(value) is types.FunctionType
                     and type(value.__module__) is str and value.__module__ == name):
-                guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), entry, strict)
+                guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), entry, strict,
+                                                 ("\0nlpcore.refusal: the private chain", None)[_AT]["_decide"])
     for name, module in loaded:             # the module's own functions, and the originals it
         for attr, value in list(vars(module).items()):  # imported from another refused module
             if type(attr) is str and type(value) is types.FunctionType and identity(value) in guards:
@@ -229,22 +214,13 @@ def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> No
 
 def original_ids(refusal: Refusal) -> frozenset:
     """identity() of every original the guards of ``refusal`` replaced (ints only)."""
-    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     return frozenset(entry.original_ids) if entry is not None else frozenset()
-
-
-def _entry(state: _State, refusal: Refusal):
-    """The active entry of ``refusal`` in ``state``, or None (for the sealed functions here)."""
-    key = identity(refusal)
-    for entry in state.active:
-        if entry.handle == key:
-            return entry
-    return None
 
 
 def _evidence(refusal: Refusal) -> Evidence:
     """What the active ``refusal`` has seen so far, copied (empty when it is not active)."""
-    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     if entry is None:
         return Evidence((), (), ())
     return Evidence(tuple(entry.refused), tuple(entry.introspected), tuple(entry.audited))
@@ -252,22 +228,23 @@ def _evidence(refusal: Refusal) -> Evidence:
 
 def refused_count(refusal: Refusal) -> int:
     """How many refused calls ``refusal`` has noted (see :func:`refused_since`)."""
-    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     return 0 if entry is None else len(entry.refused)
 
 
 def refused_since(refusal: Refusal, count: int) -> tuple:
     """The refused calls noted after the first ``count`` (a copy): the list only grows while
     the refusal is active, so no caller can take a refusal back."""
-    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     return () if entry is None else tuple(entry.refused[count:])
 
 
 def learner_calls(refusal: Refusal, step: int) -> None:
     """A learner function starts (``step`` 1) or returns (-1) under ``refusal``. Only the
     grading session and this module may count."""
-    _refuse_untrusted("refusal.learner_calls")
-    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    if not ("\0nlpcore.refusal: the private chain", None)[_AT]["_trusted_caller"](1):     # (private: see _private_chain)
+        raise RefusedCall("refusal.learner_calls is the grader's own: your code may not call it")
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     if entry is not None and step in (1, -1):
         entry.calls += step
 
@@ -275,7 +252,7 @@ def learner_calls(refusal: Refusal, step: int) -> None:
 def changes(refusal: Refusal) -> List[str]:
     """The refused modules whose namespace lost or rebound a name since :func:`install` (a
     guard replaced, an original put back): "module <name>" each, as the snapshot says it."""
-    entry = _entry(("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     out = []
     for name, after in (entry.installed.items() if entry is not None else ()):
         now = vars(sys.modules[name]) if name in sys.modules else {}
@@ -287,9 +264,10 @@ def changes(refusal: Refusal) -> List[str]:
 def forget(refusal: Refusal) -> Evidence:
     """The grade is over: its file guard stops. Returns what it saw (also kept as
     ``refusal.evidence``). Only the grading session (and :func:`refused`) may call it."""
-    _refuse_untrusted("refusal.forget")
+    if not ("\0nlpcore.refusal: the private chain", None)[_AT]["_trusted_caller"](1):     # (private: see _private_chain)
+        raise RefusedCall("refusal.forget is the grader's own: your code may not call it")
     state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
-    entry = _entry(state, refusal)
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](state, refusal)
     if entry is None:
         return refusal.evidence if refusal.evidence is not None else Evidence((), (), ())
     state.active.remove(entry)
@@ -349,34 +327,23 @@ def seal(fn, placeholder: str, obj):
                               fn.__defaults__, fn.__closure__)
 
 
-def _guard(fn, qualified: str, entry: _Entry, strict: bool):
-    """The guard of ``fn``: the original, and the grade's entry in the sealed state, sit in the
-    guard's code constants, where only an audited introspection (``__code__``, ``f_code``)
-    reaches them, never in a closure cell."""
+def _guard(fn, qualified: str, entry: _Entry, strict: bool, decide):
+    """The guard of ``fn``: the original, the grade's entry in the sealed state and the private
+    function that decides (``refusal_hook._decide``) sit in the guard's code constants, where
+    only an audited introspection (``__code__``, ``f_code``) reaches them, never in a closure
+    cell, and no name of the guard's frame holds them (a refused call leaves that frame in the
+    learner's traceback)."""
     home = os.path.abspath(fn.__code__.co_filename)     # the refused module's own file
 
     def refused(*args, **kwargs):
-        # (fn, entry, qualified, strict, home), sealed into this constant below (seal); the
-        # original and the entry are never bound to a name here: a frame's locals are readable
-        _, entry, qualified, strict, home = ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT]
-        del _
-        caller = sys._getframe(1)
-        where = _plain(caller.f_code.co_filename) or ""
-        where = os.path.abspath(where)
-        if where == home:                   # one of the module's own helpers: allowed when the
-            allowed = not _learner_called(entry, caller)    # grader, not the learner, called in
-        elif not strict:
-            allowed = _in_package(where)
-        else:                               # nlpcore code called by the grader, not by the
-            allowed = (_in_package(where) and not entry.calls       # learner (at load time:
-                       and not _learner_called(entry, caller))      # the web door)
-        del entry, caller
-        if allowed:
+        # (fn, decide, entry, qualified, strict, home), sealed into this constant below (seal)
+        if ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][1](
+                ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT]):
             return ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][0](*args, **kwargs)
-        ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][1].refused.append(qualified)
-        raise RefusedCall("%s is refused while this step is graded: the step asks you to "
-                          "write this computation yourself" % qualified)
-    guard = seal(refused, _ORIGINAL, (fn, entry, qualified, strict, home))
+        raise RefusedCall("%s is refused while this step is graded: the step asks you to write "
+                          "this computation yourself"
+                          % ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][3])
+    guard = seal(refused, _ORIGINAL, (fn, decide, entry, qualified, strict, home))
     guard.__name__ = fn.__name__
     guard.__qualname__ = fn.__qualname__
     guard.__doc__ = fn.__doc__
@@ -417,9 +384,9 @@ def _audit_open(event, args):
         return
     ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.add(me)
     try:
-        refusal = ("\0nlpcore.refusal: the hook's work", None)[_AT][0](
+        refusal = ("\0nlpcore.refusal: the private chain", None)[_AT]["_audit"](
             tuple(("\0nlpcore.refusal: the grader's state", None)[_AT].active), event, args,
-            ("\0nlpcore.refusal: the hook's work", None)[_AT][1](1))
+            ("\0nlpcore.refusal: the private chain", None)[_AT]["_getframe"](1))
     finally:
         ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.discard(me)
     if refusal is not None:
@@ -429,12 +396,15 @@ def _audit_open(event, args):
             refusal = None  # (a cycle that only the collector frees, counted in a tiled peak)
 
 
-# The sealing: one _State, in the code constants of the functions that use it (see _State).
-_the_state = _State()
+# The sealing: one _State, and the private copies of the functions that decide (see
+# refusal_hook._private_chain), in the code constants of the functions that use them.
+_the_state, _the_chain = _State(), _private_chain()
 for _name in ("install", "original_ids", "_evidence", "refused_count", "refused_since",
               "learner_calls", "changes", "forget", "hook", "_audit_open"):
-    _fn = seal(globals()[_name], _STATE, _the_state)
+    _fn = globals()[_name]
+    for _placeholder, _obj in ((_STATE, _the_state), (_CHAIN, _the_chain)):
+        if (_placeholder, None) in _fn.__code__.co_consts:
+            _fn = seal(_fn, _placeholder, _obj)
     _fn.__doc__ = globals()[_name].__doc__
     globals()[_name] = _fn
-_audit_open = seal(_audit_open, "\0nlpcore.refusal: the hook's work", _private_chain())
-del _the_state, _name, _fn
+del _the_state, _the_chain, _name, _fn, _placeholder, _obj

@@ -352,13 +352,15 @@ def _audit_introspection(entries, args, frame):
 _HANDLED = frozenset(("object.__getattr__", "import", "open") + _REFUSED_HOOKS + _SPOOFING
                      + tuple(AUDITED_EVENTS) + tuple(_OUTSIDE_EVENTS))
 
-def _private_chain():
-    """(the hook's work, ``sys._getframe``): :func:`_audit` and every function it calls, copied
+def _private_chain() -> dict:
+    """The private namespace: :func:`_audit`, :func:`_decide`, :func:`_trusted_caller`,
+    :func:`_entry` and every function they call, copied
     with globals of their own -- a copy of this module's taken now, its builtins a copy too,
     ``os``, ``os.path``, ``sys`` and ``types`` stand-ins holding what the hook uses, and
     ``os.path``'s functions copied likewise -- so that learner code rebinding a name here, in
     ``os``, ``posixpath`` or ``builtins`` (and putting it back before the grade ends) changes
-    nothing the hook does. Reached only through :func:`_audit_open`'s code constants."""
+    nothing they decide. Reached only through code constants of nlpcore.refusal's functions
+    (``_audit_open``, ``install``, ``forget``, ...) and of the guards."""
     import genericpath
     import posixpath
     import stat
@@ -384,9 +386,11 @@ def _private_chain():
                  _thread=None, linecache=None, importlib=None)
     for name in ("_audit", "_audit_introspection", "_refuse_hook_or_spoof", "_audit_watched",
                  "_refuse_outside", "_outside", "_refuse_file", "_learner_called",
-                 "_for_linecache", "_plain", "_in_package", "_is_stack_reader", "_is_the_file"):
+                 "_for_linecache", "_plain", "_in_package", "_is_stack_reader", "_is_the_file",
+                 "_trusted_caller", "_entry", "_decide"):
         chain[name] = _rebound(globals()[name], chain)
-    return chain["_audit"], sys._getframe
+    chain["_getframe"] = sys._getframe
+    return chain
 
 
 def _rebound(fn, namespace: dict):
@@ -395,3 +399,45 @@ def _rebound(fn, namespace: dict):
                               fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__
     return copy
+
+
+_TRUSTED_FILES = frozenset(os.path.join(_PACKAGE_DIR, *p) for p in
+                           (("refusal.py",), ("lab", "session.py")))
+
+
+def _trusted_caller(depth: int) -> bool:
+    """Whether the function ``depth`` frames out from the one asking is code of nlpcore.refusal
+    or of the grading session: only they start and end a grade's refusal and count its learner
+    calls. Learner code cannot compile code under those names (refused), and no function there
+    passes on a refusal that its caller chose."""
+    name = _plain(sys._getframe(depth + 1).f_code.co_filename)
+    return name is not None and os.path.abspath(name) in _TRUSTED_FILES
+
+
+def _entry(state, refusal):
+    """The active entry of ``refusal`` (a handle) in the sealed ``state``, or None."""
+    key = object.__hash__(refusal)
+    for entry in state.active:
+        if entry.handle == key:
+            return entry
+    return None
+
+
+def _decide(sealed) -> bool:
+    """Whether a guard lets its caller through (``sealed``: the guard's constant, (original,
+    this, entry, qualified name, strict, home file)); a refusal is noted in the entry. A call
+    goes through from the refused module's own helpers when the grader, not the learner, called
+    in; else (strict) from nlpcore code called by the grader while no learner function runs
+    (at load time: the web door); not strict, from any nlpcore code."""
+    entry, qualified, strict, home = sealed[2], sealed[3], sealed[4], sealed[5]
+    caller = sys._getframe(2)               # 0 this, 1 the guard
+    where = os.path.abspath(_plain(caller.f_code.co_filename) or "")
+    if where == home:
+        allowed = not _learner_called(entry, caller)
+    elif not strict:
+        allowed = _in_package(where)
+    else:
+        allowed = _in_package(where) and not entry.calls and not _learner_called(entry, caller)
+    if not allowed:
+        entry.refused.append(qualified)
+    return allowed
