@@ -113,14 +113,14 @@ KERNEL_ESCAPES = {
           "    return ns['forward'](q, k, v, causal=causal)\n"),
     "original kept in the snapshot": (
         "import sys\nimport nlpcore.kernels.reference as ref\n"
-        "_snap = sys.modules['nlpcore.lab.session']._grader.snapshot\n"
-        "_orig = next((saved['forward'] for _, saved, _v in _snap.namespaces\n"   # none there:
+        "_snap = getattr(sys.modules['nlpcore.lab.session']._grader, 'snapshot', None)\n"  # sealed
+        "_orig = next((saved['forward'] for _, saved, _v in getattr(_snap, 'namespaces', ())\n"
         "              if saved.get('__name__') == 'nlpcore.kernels.reference'), ref.forward)\n"
         + ATTENTION
         + "    return _orig(q, k, v, causal=causal)\n"),
     "original in the guard's closure": (
         "import nlpcore.kernels.reference as ref\n" + ATTENTION
-        + "    fn = next((c.cell_contents for c in ref.forward.__closure__\n"  # none there:
+        + "    fn = next((c.cell_contents for c in (ref.forward.__closure__ or ())\n"  # none there:
           "               if getattr(c.cell_contents, '__name__', '') == 'forward'),\n"
           "              ref.forward)\n"                                   # the guard refuses
           "    return fn(q, k, v, causal=causal)\n"),

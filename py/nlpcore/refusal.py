@@ -24,7 +24,7 @@ code runs (:meth:`nlpcore.lab.sandbox.Snapshot.hide`), and functions a refused m
 from another refused module are guarded too. Reaching a code object of nlpcore (a function's
 ``__code__``, a frame's ``f_code``, a traceback's ``tb_frame``; break-it's hidden kernels
 count as nlpcore's) or the frame of an nlpcore generator from learner code is reported by the
-audit hook (:attr:`Refusal.introspected`) and the grade then fails; so is any change to a
+audit hook (:attr:`Refusal.introspected`), refused, and the grade then fails; so is any change to a
 refused module's namespace (:func:`changes`). ``traceback`` and ``inspect`` reading every
 frame's code (honest ``inspect.stack()``, ``traceback.print_stack()``) are let through, and
 their ``linecache`` reads of refused files fail quietly (:class:`RefusedRead`). Refused outright
@@ -36,14 +36,26 @@ Where a :class:`Refusal` is ``contained`` (the lab's grades), the learner proces
 outside itself while learner code runs: starting a process, signalling another one, opening
 /proc or a directory, mmap and changing its limits are refused (:data:`_OUTSIDE_EVENTS`,
 :func:`_outside`), each with a message saying why, and noted so that the grade fails.
-What this cannot stop, in the process where learner code runs, is code that patches these
-functions and puts them back before the grade ends, or edits the grade's records; see
+The audit hook's work is in :mod:`nlpcore.refusal_hook`.
+
+The grader's state -- the active refusals (:class:`_Entry`: a frozen copy of each
+:class:`Refusal`'s policy, taken at :func:`install`, and the evidence: refused calls,
+introspection, audited events), the threads inside the hook, whether it is installed -- is one
+:class:`_State` sealed into the code constants of the functions that use it (:func:`seal`):
+no module global, closure, default or reachable object refers to it, and the hook refuses the
+reads that would reach it. A :class:`Refusal` is a handle (writing its fields changes nothing);
+:func:`install`, :func:`forget` and :func:`learner_calls` refuse callers other than this module
+and the grading session; the evidence only grows while a grade runs and :func:`forget` copies
+it out. What this cannot stop, in the process where learner code runs, is code that patches the
+grader's checking modules and puts them back before the grade ends; see
 ``nlpcore/lab/exercises/README.md`` ("What is measured where"). Verdicts are never reachable
 this way: they are computed in an interpreter that never ran learner code
 (:mod:`nlpcore.lab.session`).
 """
 from __future__ import annotations
 
+import _thread
+import collections
 import contextlib
 import importlib
 import linecache
@@ -51,6 +63,10 @@ import os
 import sys
 import types
 from typing import List, Sequence
+
+from .refusal_hook import (AUDITED_EVENTS, HIDDEN_CODE_FILES, RefusedCall,  # noqa: F401
+                           RefusedRead, _HANDLED, _in_package, _learner_called, _plain,
+                           _private_chain)
 
 LEARNER_FILE = "<your code>"    # the file name learner code is compiled as (session.load_learner)
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))                 # .../nlpcore
@@ -63,138 +79,201 @@ identity = object.__hash__
 _GRADER_DIR = os.path.join(_PACKAGE_DIR, "lab") + os.sep                   # .../nlpcore/lab/
 
 
-class RefusedCall(Exception):
-    """Raised when learner code calls a library kernel that the step asks it to write."""
-
-
-class RefusedRead(OSError):
-    """A refused file read on behalf of ``linecache`` (a stack or traceback being formatted):
-    an OSError, so the line is left out as for a missing file, and not counted against the
-    learner (honest ``inspect.stack()`` or ``traceback.print_stack()`` reads the grader's
-    lines)."""
-
-
-def _for_linecache(frame, depth: int = 4) -> bool:
-    """Whether one of the ``depth`` innermost frames from ``frame`` is the standard library's
-    linecache (reading source lines for a traceback or a stack)."""
-    import linecache as _linecache
-    home = os.path.realpath(_linecache.__file__)
-    while frame is not None and depth > 0:
-        if os.path.realpath(frame.f_code.co_filename) == home:
-            return True
-        frame, depth = frame.f_back, depth - 1
-    return False
-
-
 class Refusal:
-    """What one grade refuses, and what was refused. ``calls_in_flight`` counts learner functions
-    running; ``learner_files`` names the files learner code is compiled from; ``grader_files``
-    files of the grader outside ``nlpcore/lab``."""
+    """One grade's refusal, as the grader names it: what the learner's code is compiled as
+    (``learner_files``), the grader's files outside ``nlpcore/lab`` (``grader_files``), and
+    whether the learner process must stay inside itself (``contained``). A handle only: at
+    :func:`install` the policy is copied into the grader's sealed state (:class:`_State`) and
+    what is refused is noted there, never on this object, which learner code can reach (a
+    frame's locals) -- writing its fields changes nothing. :attr:`refused` and
+    :attr:`introspected` are copies read from that state (after :func:`forget`: what it
+    returned)."""
 
     sandbox_skip = True                 # the grader's own bookkeeping, outside the snapshot
 
     def __init__(self, learner_files: Sequence[str] = (LEARNER_FILE,),
                  grader_files: Sequence[str] = (), contained: bool = False):
-        self.contained = contained      # refuse the process reaching outside itself (OUTSIDE)
-        self.refused: List[str] = []
-        self.calls_in_flight = 0
+        self.contained = bool(contained)
         self.learner_files = frozenset(learner_files)
         self.grader_files = frozenset(grader_files)
-        self.files: set = set()         # source and bytecode files of the refused modules
         self.modules: List[str] = []
-        self.original_ids: set = set()  # identity() of every original a guard replaced (ints only)
-        self.installed: dict = {}       # module name -> its namespace right after install
-        self.introspected: List[str] = []   # code/frame introspection by learner code (audit)
+        self.evidence = None            # an Evidence, set by forget
+
+    @property
+    def refused(self) -> tuple:
+        """Refused calls and reads so far (a copy)."""
+        return self.evidence.refused if self.evidence is not None else _evidence(self).refused
+
+    @property
+    def introspected(self) -> tuple:
+        """Introspection and reaching outside the process so far (a copy)."""
+        return (self.evidence.introspected if self.evidence is not None
+                else _evidence(self).introspected)
 
     @contextlib.contextmanager
     def learner_running(self):
         """Inside: a learner function is running."""
-        self.calls_in_flight += 1
+        learner_calls(self, 1)
         try:
             yield self
         finally:
-            self.calls_in_flight -= 1
+            learner_calls(self, -1)
 
 
-class _Registry:
-    """The refusals of grades under way, and whether the file guard is hooked (outside the
-    snapshot: the grader's own bookkeeping)."""
-    sandbox_skip = True
+Evidence = collections.namedtuple("Evidence", "refused introspected audited")
+Evidence.__doc__ = ("What a grade's refusal saw, copied out of the sealed state: refused calls "
+                    "and reads, introspection and reaching outside the process, and "
+                    "AUDITED_EVENTS raised while it was active (tuples of str).")
+
+
+class _Entry:
+    """One active refusal in the sealed state: the frozen copy of its handle's policy, taken at
+    the first :func:`install`, and the evidence the guards and the audit hook note."""
+    __slots__ = ("handle", "contained", "learner_files", "grader_files", "files", "installed",
+                 "original_ids", "refused", "introspected", "audited", "calls")
+
+    def __init__(self, handle: Refusal):
+        self.handle = identity(handle)
+        self.contained = handle.contained is True
+        self.learner_files = frozenset(_plain(f) for f in handle.learner_files) - {None}
+        self.grader_files = frozenset(_plain(f) for f in handle.grader_files) - {None}
+        self.files = frozenset()
+        self.installed: dict = {}       # module name -> its namespace right after install
+        self.original_ids: set = set()
+        self.refused: List[str] = []
+        self.introspected: List[str] = []
+        self.audited: List[str] = []
+        self.calls = 0
+
+
+class _State:
+    """The grader's state that gates the audit hook and collects its evidence: the active
+    refusals (:class:`_Entry`), the threads inside the hook (re-entrancy), whether the hook is
+    installed. Exactly one exists, created below and sealed into the code constants of the
+    functions that use it (:func:`seal`): no module global, closure, default or attribute of a
+    reachable object refers to it, so learner code reaches it only through an audited read of
+    ``__code__``/``f_code`` (refused by the hook) or the collector (``gc``, refused)."""
+    __slots__ = ("active", "busy", "hooked")
 
     def __init__(self):
-        self.active: List[Refusal] = []
+        self.active: List[_Entry] = []
+        self.busy: set = set()          # thread ids inside the hook (its own reads raise events)
         self.hooked = False
-        self.in_hook = False
 
 
-_registry = _Registry()
+_STATE = "\0nlpcore.refusal: the grader's state"    # stands for the _State in sealed code
+_CHAIN = "\0nlpcore.refusal: the private chain"     # for refusal_hook._private_chain()
+_AT = 0
 
 
 def install(modules: Sequence[str], refusal: Refusal, strict: bool = True) -> None:
-    """Guard every function of ``modules`` (see the module docstring), noting refusals in
-    ``refusal``. Modules this build does not have are skipped. Undone by the grade's snapshot
-    restore, or by :func:`refused` on exit."""
+    """Guard every function of ``modules`` (see the module docstring), noting refusals in the
+    sealed state under ``refusal``. Modules this build does not have are skipped. Undone by the
+    grade's snapshot restore, or by :func:`refused` on exit. Only the grading session (and
+    :func:`refused`) may call it."""
+    if not ("\0nlpcore.refusal: the private chain", None)[_AT]["_trusted_caller"](1):     # (private: see _private_chain)
+        raise RefusedCall("refusal.install is the grader's own: your code may not call it")
+    state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
     hook()
-    if refusal not in _registry.active:
-        _registry.active.append(refusal)
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](state, refusal)
+    if entry is None:
+        entry = _Entry(refusal)
+        state.active.append(entry)
     loaded = []
     for name in modules:
+        if type(name) is not str:
+            raise TypeError("modules: expected module names (str), got %r" % type(name).__name__)
         try:
             module = importlib.import_module(name)
         except ImportError:
             continue
         refusal.modules.append(name)
         loaded.append((name, module))
-        source = getattr(module, "__file__", "") or ""
+        source = _plain(getattr(module, "__file__", "") or "")
         if source:
-            source = os.path.realpath(source)   # compared with the real path of each open
-            refusal.files.update(_files_of(source))
-            for path in list(refusal.files):
+            files = _files_of(os.path.realpath(source))     # compared with each open's real path
+            entry.files = entry.files | files
+            for path in files:
                 linecache.cache.pop(path, None)
     guards = {}                             # identity(original) -> its guard, for this call
-    with _unaudited():                      # the grader reading its own functions' code
-        for name, module in loaded:
-            for attr, value in list(vars(module).items()):
-                if isinstance(value, types.FunctionType) and value.__module__ == name:
-                    guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), refusal, strict)
+    for name, module in loaded:             # (each __code__ read here is an audit event that the
+        for attr, value in list(vars(module).items()):  # hook lets through: nlpcore reads it)
+            # exact types only: a str subclass (a name, a __module__) would run its own methods
+            if (type(attr) is str and type(value) is types.FunctionType
+                    and type(value.__module__) is str and value.__module__ == name):
+                guards[identity(value)] = _guard(value, "%s.%s" % (name, attr), entry, strict,
+                                                 ("\0nlpcore.refusal: the private chain", None)[_AT]["_decide"])
     for name, module in loaded:             # the module's own functions, and the originals it
         for attr, value in list(vars(module).items()):  # imported from another refused module
-            if isinstance(value, types.FunctionType) and identity(value) in guards:
+            if type(attr) is str and type(value) is types.FunctionType and identity(value) in guards:
                 setattr(module, attr, guards[identity(value)])
-    refusal.original_ids.update(guards)
+    entry.original_ids.update(guards)
     for name, module in loaded:
-        refusal.installed[name] = dict(vars(module))
+        entry.installed[name] = dict(vars(module))
 
 
-@contextlib.contextmanager
-def _unaudited():
-    """Inside, the file guard's audit hook lets every event through, as it does its own: for the
-    grader's code between learner calls (no learner code runs inside), which reads the code of
-    every function it guards -- each read an audit event, each checked for the learner reaching
-    nlpcore's code (:func:`_audit_introspection`) at the cost of two path normalisations."""
-    before = _registry.in_hook
-    _registry.in_hook = True
-    try:
-        yield
-    finally:
-        _registry.in_hook = before
+def original_ids(refusal: Refusal) -> frozenset:
+    """identity() of every original the guards of ``refusal`` replaced (ints only)."""
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    return frozenset(entry.original_ids) if entry is not None else frozenset()
+
+
+def _evidence(refusal: Refusal) -> Evidence:
+    """What the active ``refusal`` has seen so far, copied (empty when it is not active)."""
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    if entry is None:
+        return Evidence((), (), ())
+    return Evidence(tuple(entry.refused), tuple(entry.introspected), tuple(entry.audited))
+
+
+def refused_count(refusal: Refusal) -> int:
+    """How many refused calls ``refusal`` has noted (see :func:`refused_since`)."""
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    return 0 if entry is None else len(entry.refused)
+
+
+def refused_since(refusal: Refusal, count: int) -> tuple:
+    """The refused calls noted after the first ``count`` (a copy): the list only grows while
+    the refusal is active, so no caller can take a refusal back."""
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    return () if entry is None else tuple(entry.refused[count:])
+
+
+def learner_calls(refusal: Refusal, step: int) -> None:
+    """A learner function starts (``step`` 1) or returns (-1) under ``refusal``. Only the
+    grading session and this module may count."""
+    if not ("\0nlpcore.refusal: the private chain", None)[_AT]["_trusted_caller"](1):     # (private: see _private_chain)
+        raise RefusedCall("refusal.learner_calls is the grader's own: your code may not call it")
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
+    if entry is not None and step in (1, -1):
+        entry.calls += step
 
 
 def changes(refusal: Refusal) -> List[str]:
     """The refused modules whose namespace lost or rebound a name since :func:`install` (a
     guard replaced, an original put back): "module <name>" each, as the snapshot says it."""
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](("\0nlpcore.refusal: the grader's state", None)[_AT], refusal)
     out = []
-    for name, after in refusal.installed.items():
+    for name, after in (entry.installed.items() if entry is not None else ()):
         now = vars(sys.modules[name]) if name in sys.modules else {}
         if any(key not in now or now[key] is not value for key, value in after.items()):
             out.append("module " + name)
     return out
 
 
-def forget(refusal: Refusal) -> None:
-    """The grade is over: its file guard stops."""
-    if refusal in _registry.active:
-        _registry.active.remove(refusal)
+def forget(refusal: Refusal) -> Evidence:
+    """The grade is over: its file guard stops. Returns what it saw (also kept as
+    ``refusal.evidence``). Only the grading session (and :func:`refused`) may call it."""
+    if not ("\0nlpcore.refusal: the private chain", None)[_AT]["_trusted_caller"](1):     # (private: see _private_chain)
+        raise RefusedCall("refusal.forget is the grader's own: your code may not call it")
+    state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
+    entry = ("\0nlpcore.refusal: the private chain", None)[_AT]["_entry"](state, refusal)
+    if entry is None:
+        return refusal.evidence if refusal.evidence is not None else Evidence((), (), ())
+    state.active.remove(entry)
+    refusal.evidence = Evidence(tuple(entry.refused), tuple(entry.introspected),
+                                tuple(entry.audited))
+    return refusal.evidence
 
 
 @contextlib.contextmanager
@@ -248,51 +327,27 @@ def seal(fn, placeholder: str, obj):
                               fn.__defaults__, fn.__closure__)
 
 
-def _guard(fn, qualified: str, refusal: Refusal, strict: bool):
-    """The guard of ``fn``: the original sits in the guard's code constants, where only an
-    audited introspection (``__code__``, ``f_code``) reaches it, never in a closure cell."""
+def _guard(fn, qualified: str, entry: _Entry, strict: bool, decide):
+    """The guard of ``fn``: the original, the grade's entry in the sealed state and the private
+    function that decides (``refusal_hook._decide``) sit in the guard's code constants, where
+    only an audited introspection (``__code__``, ``f_code``) reaches them, never in a closure
+    cell, and no name of the guard's frame holds them (a refused call leaves that frame in the
+    learner's traceback)."""
     home = os.path.abspath(fn.__code__.co_filename)     # the refused module's own file
 
     def refused(*args, **kwargs):
-        caller = sys._getframe(1)
-        where = os.path.abspath(caller.f_code.co_filename)
-        if where == home:                   # one of the module's own helpers: allowed when the
-            allowed = not _learner_called(refusal, caller)  # grader, not the learner, called in
-        elif not strict:
-            allowed = _in_package(where)
-        else:                               # nlpcore code called by the grader, not by the
-            allowed = (_in_package(where) and not refusal.calls_in_flight   # learner (at load
-                       and not _learner_called(refusal, caller))         # time: the web door)
-        if allowed:
-            # the original, sealed into this constant below (seal)
-            return ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT](*args, **kwargs)
-        refusal.refused.append(qualified)
-        raise RefusedCall("%s is refused while this step is graded: the step asks you to "
-                          "write this computation yourself" % qualified)
-    guard = seal(refused, _ORIGINAL, fn)
+        # (fn, decide, entry, qualified, strict, home), sealed into this constant below (seal)
+        if ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][1](
+                ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT]):
+            return ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][0](*args, **kwargs)
+        raise RefusedCall("%s is refused while this step is graded: the step asks you to write "
+                          "this computation yourself"
+                          % ("\0nlpcore.refusal: the original function", None)[_ORIGINAL_AT][3])
+    guard = seal(refused, _ORIGINAL, (fn, decide, entry, qualified, strict, home))
     guard.__name__ = fn.__name__
     guard.__qualname__ = fn.__qualname__
     guard.__doc__ = fn.__doc__
     return guard
-
-
-def _in_package(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
-
-
-def _learner_called(refusal: Refusal, frame) -> bool:
-    """Whether walking out from ``frame`` a frame of the learner's code comes before any frame
-    of the grader (``nlpcore/lab``, or the files named in ``grader_files``). Library code in
-    between is passed over; no frame of either kind (a thread the learner started) counts as
-    the learner."""
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name in refusal.learner_files:
-            return True
-        if name in refusal.grader_files or os.path.abspath(name).startswith(_GRADER_DIR):
-            return False
-        frame = frame.f_back
-    return True
 
 
 def _files_of(source: str) -> set:
@@ -309,217 +364,47 @@ def _files_of(source: str) -> set:
 
 def hook() -> None:
     """Install the file guard's audit hook (once per process; before any learner code runs)."""
-    if not _registry.hooked and hasattr(sys, "addaudithook"):
+    state = ("\0nlpcore.refusal: the grader's state", None)[_AT]
+    if not state.hooked and hasattr(sys, "addaudithook"):
         sys.addaudithook(_audit_open)
-        _registry.hooked = True
+        state.hooked = True
 
 
 def _audit_open(event, args):
-    if not _registry.active or _registry.in_hook:
+    """The audit hook (sealed below): cheap for the events it does not handle; for those, once
+    per thread at a time (the hook's own reads raise events), with the active entries. No name
+    here holds the state (a refusal raised from here leaves this frame in the learner's
+    traceback, where its locals can be read); the work is done by :func:`_audit`, called
+    through a constant, with globals of its own (see _private_chain): learner code can rebind
+    neither it nor what it calls, not even for a moment."""
+    if not ("\0nlpcore.refusal: the grader's state", None)[_AT].active or event not in _HANDLED:
         return
-    if event == "object.__getattr__":
-        _registry.in_hook = True            # reading attributes here raises events of its own
-        try:
-            _audit_introspection(args)
-        finally:
-            _registry.in_hook = False
+    me = _thread.get_ident()
+    if me in ("\0nlpcore.refusal: the grader's state", None)[_AT].busy:
         return
-    if event in _REFUSED_HOOKS or event in _SPOOFING:
-        _registry.in_hook = True
-        try:
-            _refuse_hook_or_spoof(event, args, sys._getframe(1))
-        finally:
-            _registry.in_hook = False
-        return
-    if event == "import" and args[0] in _FRESH_COPIES_OF:
-        _registry.in_hook = True            # a second copy of a module the grader watches
-        try:
-            frame = sys._getframe(1)
-            for refusal in _registry.active:
-                if _learner_called(refusal, frame):
-                    refusal.introspected.append("import of a fresh " + args[0])
-        finally:
-            _registry.in_hook = False
-        return
-    if event in _OUTSIDE_EVENTS or event == "open":
-        _registry.in_hook = True
-        try:
-            _refuse_outside(event, args, sys._getframe(1))
-        finally:
-            _registry.in_hook = False
-    if event != "open" or not isinstance(args[0], str):
-        return
-    path = os.path.realpath(args[0])        # a link to a refused file is that file
-    for refusal in _registry.active:
-        if path in refusal.files and _learner_called(refusal, sys._getframe(1)):
-            if _for_linecache(sys._getframe(1)):
-                raise RefusedRead("reading %s is refused while this step is graded"
-                                  % os.path.basename(path))
-            refusal.refused.append("the file " + os.path.basename(path))
-            raise RefusedCall("reading %s is refused while this step is graded: the step asks "
-                              "you to write this computation yourself" % os.path.basename(path))
-
-
-# The learner process reaching outside itself, refused while a grade runs where the Refusal is
-# ``contained`` (the lab's grades; not the Triton CLI grader, whose compiler starts processes):
-# no step needs a process, a signal to another process, /proc or mapped memory, and each
-# defeats a measure taken from outside learner code -- a process of its own computes where
-# neither the refusals nor the memory count look (and its memory is counted apart), /proc lets
-# it reset the peak the operating system keeps (clear_refs) or write into the grader's pipes
-# (/proc/<pid>/fd), a signal stops or kills the grader, mmap'd memory is not traced.
-_STARTS_PROCESS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system",
-                   "subprocess.Popen", "os.startfile", "pty.spawn")
-_OUTSIDE_EVENTS = frozenset(_STARTS_PROCESS + ("os.kill", "os.killpg", "mmap.__new__",
-                                                 "resource.setrlimit", "resource.prlimit"))
-_WHY_OUTSIDE = {
-    "process": "your code may not start a process while it is graded: a process of its own "
-               "would compute where the grader's refusals and memory count do not look",
-    "signal": "your code may send signals only to its own process: another process is the "
-              "grader's",
-    "proc": "your code may not open the operating system's process files (/proc) while it is "
-            "graded: they would let it reset the memory peak the grader reads from outside, or "
-            "write into the grader's own pipes",
-    "directory": "your code may not open a directory as a file descriptor while it is graded "
-                 "(it would reach /proc by relative paths)",
-    "limit": "your code may not change its process's limits (the memory cap) while it is "
-             "graded",
-    "mmap": "memory from mmap is not seen by the grader's memory count (tracemalloc): allocate "
-            "with NumPy instead",
-}
-
-
-def _outside(event, args):
-    """(what, kind of :data:`_WHY_OUTSIDE`) for an event that reaches outside the learner
-    process, or None."""
-    if event in _STARTS_PROCESS:
-        return event, "process"
-    if event in ("os.kill", "os.killpg"):
-        target = args[0] if args else None
-        if isinstance(target, int) and target == os.getpid():
-            return None                     # itself (the learner process leads its own group)
-        return "%s of %s" % (event, target), "signal"
-    if event == "mmap.__new__":
-        return "mmap", "mmap"
-    if event.startswith("resource."):
-        return event, "limit"
-    path = args[0] if args else None        # "open"
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if not isinstance(path, str):
-        return None                         # an int: a descriptor the process already has
-    for name in (os.path.abspath(path), os.path.realpath(path)):
-        if name == "/proc" or name.startswith("/proc/"):
-            return "opening " + path, "proc"
-    if os.path.isdir(path):
-        return "opening the directory " + path, "directory"
-    return None
-
-
-def _refuse_outside(event, args, frame):
-    """The audit hook's part for the learner process reaching outside itself: noted in
-    :attr:`Refusal.introspected` (the grade fails) and refused (raised in the learner's call)."""
-    learner = [r for r in _registry.active if r.contained and _learner_called(r, frame)]
-    if not learner:
-        return
-    found = _outside(event, args)
-    if found is None:
-        return
-    what, kind = found
-    for refusal in learner:
-        refusal.introspected.append(what)
-    raise RefusedCall("%s is refused: %s" % (what, _WHY_OUTSIDE[kind]))
-
-
-_FRESH_COPIES_OF = ("_tracemalloc",)   # its functions are watched (judging.peak_memory)
-_FRAMES_OF = {"gi_frame": "gi_code", "cr_frame": "cr_code", "ag_frame": "ag_code"}
-# Code that is the grader's although its file is not in nlpcore: break-it's hidden kernels,
-# compiled from text (nlpcore/lab/exercises/break-it/hidden.py).
-HIDDEN_CODE_FILES = frozenset(("<break-it kernel>",))
-# Hooks that would let learner code watch or rewrite the grader's frames while it runs: a trace
-# or profile function sees every frame entered (a hidden kernel's too) and, in CPython before
-# 3.13, what it writes to a frame's f_locals is copied back into that frame's variables; another
-# audit hook would see the grader's events. Refused to learner code while a grade runs.
-_REFUSED_HOOKS = ("sys.settrace", "sys.setprofile", "sys.addaudithook")
-# Compiling learner code under a file name of nlpcore (or of the standard modules that format
-# tracebacks and stacks, whose reads of f_code are let through) would make it pass for the
-# grader's own code in every check below: refused.
-_SPOOFING = ("compile", "code.__new__")
-_STACK_READERS = ("traceback.py", "inspect.py")   # stdlib modules that read every frame's code
-
-
-def _stdlib_file(name: str) -> str:
-    import inspect
-    import traceback
-    return {"traceback.py": traceback.__file__, "inspect.py": inspect.__file__}[name]
-
-
-def _is_stack_reader(filename: str) -> bool:
-    """Whether ``filename`` is the real traceback.py or inspect.py of the standard library."""
-    base = os.path.basename(filename)
-    return base in _STACK_READERS and os.path.realpath(filename) == os.path.realpath(_stdlib_file(base))
-
-
-def _is_the_file(source, filename: str) -> bool:
-    """Whether ``source`` (str or bytes) is the text of the file ``filename``."""
-    if not isinstance(source, (str, bytes)):
-        return False
+    ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.add(me)
     try:
-        with open(filename, "rb") as f:
-            data = f.read()
-    except OSError:
-        return False
-    return data == (source.encode("utf-8") if isinstance(source, str) else source)
+        refusal = ("\0nlpcore.refusal: the private chain", None)[_AT]["_audit"](
+            tuple(("\0nlpcore.refusal: the grader's state", None)[_AT].active), event, args,
+            ("\0nlpcore.refusal: the private chain", None)[_AT]["_getframe"](1))
+    finally:
+        ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.discard(me)
+    if refusal is not None:
+        try:
+            raise refusal
+        finally:        # the traceback holds this frame: its locals must not hold the exception
+            refusal = None  # (a cycle that only the collector frees, counted in a tiled peak)
 
 
-def _refuse_hook_or_spoof(event, args, frame):
-    """The audit hook's part for :data:`_REFUSED_HOOKS` and :data:`_SPOOFING` events raised by
-    learner code: noted in :attr:`Refusal.introspected` and refused (an audit hook that raises
-    stops the call; for ``sys.addaudithook`` a RuntimeError is what stops it)."""
-    if event in _SPOOFING:
-        filename = args[1] if len(args) > 1 else None
-        if not isinstance(filename, str) or not (
-                _in_package(filename) or os.path.basename(filename) in _STACK_READERS
-                or filename in HIDDEN_CODE_FILES):
-            return
-        if event == "compile" and _is_the_file(args[0], filename):
-            return                          # an import compiling the module's own source
-        if frame is not None and _in_package(frame.f_code.co_filename):
-            return                          # nlpcore's own (seal copies a function's code)
-        what = "compiling code as %s" % os.path.basename(filename)
-    else:
-        what = event
-    learner = [r for r in _registry.active if _learner_called(r, frame)]
-    if not learner:
-        return
-    for refusal in learner:
-        refusal.introspected.append(what)
-    raise RefusedCall("%s is refused while a grade runs: it would let your code watch or pass "
-                      "for the grader's own code" % what)
-
-
-def _audit_introspection(args):
-    """Note learner code reaching a code object of nlpcore (where the guards keep the originals
-    and from which a function can be rebuilt) or the frame of an nlpcore generator (the grade's
-    own state): ``__code__``, ``f_code`` and ``gi_frame``/``cr_frame``/``ag_frame``."""
-    target, attr = args[0], args[1]
-    if attr == "__code__":
-        code = getattr(target, "__code__", None)
-    elif attr == "f_code":
-        code = target.f_code
-    elif attr == "tb_frame":
-        code = target.tb_frame.f_code
-    elif attr in _FRAMES_OF:
-        code = getattr(target, _FRAMES_OF[attr], None)
-    else:
-        return
-    if code is None or not (_in_package(code.co_filename) or code.co_filename in HIDDEN_CODE_FILES):
-        return
-    frame = sys._getframe(2)                # the code that asked (1 is _audit_open)
-    if frame is None or _in_package(frame.f_code.co_filename):
-        return                              # nlpcore's own (a guard reads its caller's code)
-    if attr in ("f_code", "tb_frame") and _is_stack_reader(frame.f_code.co_filename):
-        return                              # formatting a traceback or a stack (inspect.stack,
-                                            # traceback.print_stack) reads every frame's code
-    for refusal in _registry.active:
-        if _learner_called(refusal, frame):
-            refusal.introspected.append("%s of %s" % (attr, os.path.basename(code.co_filename)))
+# The sealing: one _State, and the private copies of the functions that decide (see
+# refusal_hook._private_chain), in the code constants of the functions that use them.
+_the_state, _the_chain = _State(), _private_chain()
+for _name in ("install", "original_ids", "_evidence", "refused_count", "refused_since",
+              "learner_calls", "changes", "forget", "hook", "_audit_open"):
+    _fn = globals()[_name]
+    for _placeholder, _obj in ((_STATE, _the_state), (_CHAIN, _the_chain)):
+        if (_placeholder, None) in _fn.__code__.co_consts:
+            _fn = seal(_fn, _placeholder, _obj)
+    _fn.__doc__ = globals()[_name].__doc__
+    globals()[_name] = _fn
+del _the_state, _the_chain, _name, _fn, _placeholder, _obj

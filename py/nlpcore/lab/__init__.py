@@ -50,7 +50,7 @@ def exercise(ex_id: str) -> Exercise:
                          % (sorted(ex for ex, _ in _available()), ex_id))
     ex = importlib.import_module(name).build()
     if ex.id != ex_id:
-        raise RuntimeError("module %s builds exercise %r, not %r" % (modules[ex_id], ex.id, ex_id))
+        raise RuntimeError("module %s builds exercise %r, not %r" % (name, ex.id, ex_id))
     _cache[ex_id] = ex
     library_changed()           # grading's snapshot must include the new exercise's objects
     return ex

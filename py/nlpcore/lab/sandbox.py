@@ -14,7 +14,8 @@ and the standard modules the graders use):
 
 - every guarded module's namespace (``module.__dict__``);
 - for every Python function reachable from those namespaces (module level and class bodies):
-  ``__code__``, ``__defaults__``, ``__kwdefaults__``, ``__dict__`` and closure cells;
+  ``__code__``, ``__defaults__``, ``__kwdefaults__``, ``__dict__``, closure cells and its
+  names (``__module__``, ``__name__``, ``__qualname__``);
 - for every class defined in them: its class dictionary;
 - within ``nlpcore``: lists, dicts, sets, arrays and instances of ``nlpcore`` classes reachable
   from module level (the exercise registry, steps, checks, tolerance tables), a few levels deep;
@@ -165,7 +166,8 @@ class Snapshot:
             except ValueError:               # an empty cell (a name bound later)
                 contents.append(_EMPTY)
         self.functions.append((fn, fn.__code__, fn.__defaults__, fn.__kwdefaults__,
-                               dict(fn.__dict__), cells, tuple(contents)))
+                               dict(fn.__dict__), cells, tuple(contents),
+                               (fn.__module__, fn.__name__, fn.__qualname__)))
 
     def _record_callable(self, value, seen_functions, seen_classes):
         if isinstance(value, types.FunctionType):
@@ -226,11 +228,14 @@ class Snapshot:
             if not _same_dict(namespace, saved, volatile):
                 changed.append("module %s" % saved.get("__name__", "?"))
                 _put_back(namespace, saved, volatile)
-        for fn, code, defaults, kwdefaults, attrs, cells, contents in self.functions:
+        for fn, code, defaults, kwdefaults, attrs, cells, contents, names in self.functions:
             if (fn.__code__ is not code or fn.__defaults__ is not defaults
-                    or fn.__kwdefaults__ is not kwdefaults or not _same_dict(fn.__dict__, attrs)):
-                changed.append("function %s" % getattr(fn, "__qualname__", "?"))
+                    or fn.__kwdefaults__ is not kwdefaults or not _same_dict(fn.__dict__, attrs)
+                    or fn.__module__ is not names[0] or fn.__name__ is not names[1]
+                    or fn.__qualname__ is not names[2]):
+                changed.append("function %s" % names[2])
                 fn.__code__, fn.__defaults__, fn.__kwdefaults__ = code, defaults, kwdefaults
+                fn.__module__, fn.__name__, fn.__qualname__ = names
                 _put_back(fn.__dict__, attrs)
             for cell, content in zip(cells, contents):
                 _restore_cell(cell, content, fn, changed)

@@ -35,7 +35,10 @@ OUTPUT_LIMIT = 20000       # characters of the learner's stdout/stderr kept in a
 
 class _Session:
     """What one grade records while the learner's code is live: printed text, the first
-    traceback through the learner's code, and calls to refused kernels."""
+    traceback through the learner's code. Learner code can reach this object (a frame's
+    locals): nothing here gates a check or holds evidence -- refused calls, introspection and
+    AUDITED_EVENTS are noted in :mod:`nlpcore.refusal`'s sealed state under ``refusal`` (a
+    handle) and copied out when the grade ends."""
 
     def __init__(self):
         self.stdout = io.StringIO()
@@ -43,7 +46,6 @@ class _Session:
         self.error: Optional[BaseException] = None
         self.refusal = refusal.Refusal(contained=True)  # refused kernels and calls, no way out
         self.restored: List[str] = []
-        self.audited: List[str] = []         # AUDITED_EVENTS raised while learner code ran
 
     def record_error(self, err: BaseException):
         if self.error is None:
@@ -57,55 +59,63 @@ class _Session:
 
 
 class _Grader:
-    """The grader's own bookkeeping, left out of the snapshot (``sandbox_skip``)."""
+    """What the session keeps between calls that gates nothing: the session of the grade under
+    way (for its printed output and first error) and the memory cap (for a message)."""
     sandbox_skip = True
 
     def __init__(self):
-        self.snapshot: Optional[sandbox.Snapshot] = None
         self.active: List[_Session] = []    # the session of the grade under way (at most one)
-        self.auditing = False
-        self.stale = False                  # set by library_changed(): retake the snapshot
         self.memory_limit = None            # bytes the learner process may allocate (runner)
 
 
 _grader = _Grader()
 
-# Audit events (PEP 578) that reach past what the snapshot can restore: another audit hook
-# (permanent), walking every object the collector knows, raw memory. A grade in which learner
-# code raises one reports it in ``restored``, and the page then replaces its Python worker.
-AUDITED_EVENTS = frozenset(("sys.addaudithook", "gc.get_objects", "gc.get_referrers",
-                            "gc.get_referents", "ctypes.dlopen", "ctypes.addressof",
-                            "ctypes.cdata", "ctypes.string_at", "ctypes.PyObj_FromPtr",
-                            "ctypes.dlsym", "ctypes.call_function", "sys._current_frames"))
+
+class _Sealed:
+    """The session's state that learner code must not reach: the snapshot every grade restores
+    to (its saved records decide what a restore puts back and reports) and whether to retake
+    it. Sealed into the code constants of the functions that use it (``refusal.seal``), never a
+    global: reaching it takes an audited (and refused) read of ``__code__``/``f_code``."""
+    __slots__ = ("snapshot", "stale")
+
+    def __init__(self):
+        self.snapshot: Optional[sandbox.Snapshot] = None
+        self.stale = False
 
 
-def _audit(event, args):
-    if event in AUDITED_EVENTS and _grader.active:
-        _grader.active[-1].audited.append(event)
+_SEALED = "\0nlpcore.lab.session: the sealed state"
+_AT = 0
+
+# Audit events that reach past what the snapshot can restore (see nlpcore.refusal): a grade in
+# which they are raised reports them in ``restored``, and the page then replaces its worker.
+AUDITED_EVENTS = refusal.AUDITED_EVENTS
 
 
-def pristine() -> sandbox.Snapshot:
-    """The interpreter state every grade returns to. Taken before the first grade ran any
-    learner code, and taken again when modules have been imported since (an exercise built for
-    the first time, a refused module imported by :func:`isolated`): between grades the
-    interpreter is back at the snapshot, so what is new then was loaded by the grader. Also
-    taken again after :func:`library_changed`."""
-    snap = _grader.snapshot
-    if (snap is None or _grader.stale
+def pristine() -> None:
+    """Take the snapshot every grade returns to, where it is due (see :func:`_due`); it stays
+    sealed (see _Sealed): nothing returns it."""
+    _due(("\0nlpcore.lab.session: the sealed state", None)[_AT])
+
+
+def _due(sealed: _Sealed) -> sandbox.Snapshot:
+    """``sealed``'s snapshot, taken where it is due: before the first grade ran any learner
+    code, and again when modules have been imported since (an exercise built for the first
+    time, a refused module imported by :func:`isolated`): between grades the interpreter is
+    back at the snapshot, so what is new then was loaded by the grader. Also taken again after
+    :func:`library_changed`."""
+    snap = sealed.snapshot
+    if (snap is None or sealed.stale
             or any(sandbox.guarded(name) for name in set(sys.modules) - snap.modules.keys())):
-        _grader.stale = False
-        if not _grader.auditing and hasattr(sys, "addaudithook"):
-            sys.addaudithook(_audit)
-            _grader.auditing = True
+        sealed.stale = False
         refusal.hook()
-        _grader.snapshot = snap = sandbox.Snapshot.take()
+        sealed.snapshot = snap = sandbox.Snapshot.take()
     return snap
 
 
 def library_changed() -> None:
     """The grader's own objects grew (``nlpcore.lab`` built an exercise): the next grade takes
     a new snapshot, after the previous grade's restore, so it includes them."""
-    _grader.stale = True
+    ("\0nlpcore.lab.session: the sealed state", None)[_AT].stale = True
 
 
 def load_learner(code: str, required: Sequence[str] = ()) -> dict:
@@ -151,7 +161,7 @@ def call_learner(fn, *args, shapes: dict = None, context: str = "", **kwargs):
     passes through)."""
     session = _grader.active[-1] if _grader.active else None
     if session is not None:
-        session.refusal.calls_in_flight += 1
+        refusal.learner_calls(session.refusal, 1)
     try:
         out = fn(*args, **kwargs)
     except CheckFailed:
@@ -166,15 +176,15 @@ def call_learner(fn, *args, shapes: dict = None, context: str = "", **kwargs):
                           expected="a result", got=type(err).__name__, shapes=shapes)
     finally:
         if session is not None:
-            session.refusal.calls_in_flight -= 1
+            refusal.learner_calls(session.refusal, -1)
     repair_builtins()
     return out
 
 
 def repair_builtins():
     """Builtins back to normal after learner code returns (see Snapshot.repair_builtins)."""
-    if _grader.snapshot is not None:
-        _grader.snapshot.repair_builtins()
+    if ("\0nlpcore.lab.session: the sealed state", None)[_AT].snapshot is not None:
+        ("\0nlpcore.lab.session: the sealed state", None)[_AT].snapshot.repair_builtins()
 
 
 
@@ -246,19 +256,20 @@ def _learner_traceback(err: BaseException) -> str:
     return "".join(lines)
 
 
-@contextlib.contextmanager
-def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
+def _isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
     """Run learner code inside: its printed output is captured, the functions of the ``refuse``
     modules (strictly) and of the ``own`` modules (the exercise's; not strictly) refuse its
-    calls (:mod:`nlpcore.refusal`), and afterwards the interpreter is restored to :func:`pristine`.
-    Yields the :class:`_Session`; ``session.restored`` lists what had been changed (and
-    AUDITED_EVENTS seen): empty for code that kept to itself."""
+    calls (:mod:`nlpcore.refusal`), and afterwards the interpreter is restored to the snapshot
+    (:func:`pristine`). Yields the :class:`_Session`; ``session.restored`` lists what had been
+    changed (and what the refusal's audit hook saw): empty for code that kept to itself.
+    While learner code runs, this generator is suspended: its frame (holding the snapshot) is
+    reached only through an audited ``gi_frame`` read, refused by the hook."""
     for name in tuple(refuse) + tuple(own):  # imported before the snapshot, not inside
         try:
             importlib.import_module(name)
         except ImportError:
             pass                            # a module this build does not have
-    snap = pristine()
+    snap = _due(("\0nlpcore.lab.session: the sealed state", None)[_AT])
     entry = sandbox.process_state()         # the host's streams and filters, as the grade began
     session = _Session()
     _grader.active.append(session)
@@ -268,17 +279,18 @@ def isolated(refuse: Sequence[str] = (), own: Sequence[str] = ()):
             with quiet():
                 refusal.install(refuse, session.refusal)
                 refusal.install(own, session.refusal, strict=False)
-                hidden = snap.hide(session.refusal.original_ids)  # the originals, out of reach
+                hidden = snap.hide(refusal.original_ids(session.refusal))  # out of reach
                 yield session
     finally:
-        refusal.forget(session.refusal)
-        _grader.active.remove(session)
+        evidence = refusal.forget(session.refusal)
+        if session in _grader.active:
+            _grader.active.remove(session)
         tampered = refusal.changes(session.refusal)     # a guard replaced, an original put back
         snap.unhide(hidden)
-        session.restored = [c for c in snap.restore(entry)
-                            if not _is_refusal_guard(c, tuple(refuse) + tuple(own))] + tampered
-        session.restored += ["audited: " + e for e in sorted(set(
-            session.audited + session.refusal.introspected))]
+        restored = [c for c in snap.restore(entry)
+                    if not _is_refusal_guard(c, tuple(refuse) + tuple(own))] + tampered
+        session.restored = restored + ["audited: " + e for e in sorted(set(
+            evidence.audited + evidence.introspected))]
 
 
 @contextlib.contextmanager
@@ -381,24 +393,23 @@ def _phase_one(step: Step, ns: dict, session: "_Session", timing: dict,
     is rebound, never changed: learner code that runs later in the grade (the next checks, the
     report, callbacks) and walks the frames (``sys._getframe``, ``f_back``, ``f_locals``) finds
     only immutable text, never a container of an earlier check's data to rewrite."""
-    refused = session.refusal.refused
-    at_load = list(refused)
+    handle = session.refusal                # refused calls are read from the sealed state,
+    at_load = refusal.refused_since(handle, 0)      # which only grows: copies here (tuples)
     done = ()                               # ((i, kind, packed), ...), rebound per check
     shared = ()                             # ((collect function, packed outcome, calls), ...)
     for i, check in enumerate(step.checks):
-        del refused[:]
         if check.runner == "local" or not _runs(check, only):
             continue
+        before = refusal.refused_count(handle)
         started = time.perf_counter()
         if check.runner == "python" and check.collect is not None:
             known = [entry for entry in shared if entry[0] is check.collect]
             if not known:
                 failure, data = _collect(check, ns)
                 outcome = wire.pack(("v", failure) if failure is not None else ("c", data))
-                known = [(check.collect, outcome, tuple(refused))]
+                known = [(check.collect, outcome, refusal.refused_since(handle, before))]
                 shared = shared + tuple(known)
             _, outcome, calls = known[0]
-            refused.extend(calls)
             kind, value = wire.unpack(outcome)
             entry = (i, kind, wire.pack(value if kind == "c" else
                                         dict(value, id=check.id, title=check.title)))
@@ -410,11 +421,13 @@ def _phase_one(step: Step, ns: dict, session: "_Session", timing: dict,
         else:
             entry = (i, "v", wire.pack(_learner_side(check, ns)))
         timing[i] = round((time.perf_counter() - started) * 1000.0, 1)
+        refused = refusal.refused_since(handle, before)
+        if check.runner == "python" and check.collect is not None:
+            refused = refused + calls       # a shared collect's calls count for each check
         if refused or at_load:
             entry = (i, "v", wire.pack(result(check.id, check.title, "fail",
                                               refusal.message(refused + at_load))))
         done = done + (entry,)
-    del refused[:]
     return done
 
 
@@ -499,3 +512,12 @@ def _report_and_record(step: Step, ns: dict):
             except BaseException as err:
                 record[name] = "%s: %s" % (type(err).__name__, err)
     return report, record
+
+
+# The sealing: one _Sealed, in the code constants of the functions that use it.
+_the_sealed = _Sealed()
+pristine = refusal.seal(pristine, _SEALED, _the_sealed)
+library_changed = refusal.seal(library_changed, _SEALED, _the_sealed)
+repair_builtins = refusal.seal(repair_builtins, _SEALED, _the_sealed)
+isolated = contextlib.contextmanager(refusal.seal(_isolated, _SEALED, _the_sealed))
+del _the_sealed
