@@ -20,11 +20,13 @@ records each site's medians and the ratios to the first site's. The load average
 before and after the run.
 
 Run:  .venv/bin/python bench/exercise_page.py [--trials 3] [--dist [LABEL=]DIR ...] [--exercise ID] [--step ID] [--out PATH]
+      .venv/bin/python bench/exercise_page.py --pool RECORD RECORD ... --out PATH   (several runs' trials together)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -183,6 +185,14 @@ def run(trials: int, dists: list, exercise: str, step: str) -> dict:
         finally:
             browser.close()
     record["load_average_after"] = common.load_average()
+    summarize_sites(record, labels)
+    record["total_seconds"] = time.perf_counter() - started
+    return record
+
+
+def summarize_sites(record: dict, labels) -> None:
+    """Each site's medians over its trials in ``record``, the ratios to the first site's, and the
+    targets (the grade's bound; ready and first grade no slower than the first site's, +5 %)."""
     record["summaries"] = {label: summarize([t for t in record["trials"] if t["site"] == label]) for label in labels}
     record["summary"] = record["summaries"][labels[-1]]
     if len(labels) > 1:
@@ -202,7 +212,27 @@ def run(trials: int, dists: list, exercise: str, step: str) -> dict:
                           round(s[key]), "<= {:.0f} ms ({} in the same run, +{:.0%})".format(
                               base[key] * SAME_RUN_SLACK, labels[0], SAME_RUN_SLACK - 1))
             for key in ("ready_ms", "first_grade_ms")]
-    record["total_seconds"] = time.perf_counter() - started
+
+
+def pool(paths) -> dict:
+    """One record from several runs' records of the same sites: their trials together (each run
+    alternated the sites trial by trial, so every pooled trial still has its partner), medians
+    and targets over all of them; each run's own medians kept under ``runs``."""
+    records = [json.loads(Path(p).read_text()) for p in paths]
+    labels = list(records[0]["summaries"])
+    if any(list(r["summaries"]) != labels for r in records):
+        raise SystemExit("--pool: every record must measure the same sites in the same order, "
+                         "got {}".format([list(r["summaries"]) for r in records]))
+    record = {
+        "benchmark": "exercise_page", "recorded_at": common.now_iso(), "pooled_from": [str(p) for p in paths],
+        "machine": records[0]["machine"],
+        "parameters": dict(records[0]["parameters"], trials=sum(r["parameters"]["trials"] for r in records)),
+        "runs": [{"source": str(p), "recorded_at": r["recorded_at"], "load_average": r["load_average"],
+                  "load_average_after": r["load_average_after"], "summaries": r["summaries"]}
+                 for p, r in zip(paths, records)],
+        "trials": [t for r in records for t in r["trials"]],
+    }
+    summarize_sites(record, labels)
     return record
 
 
@@ -216,15 +246,21 @@ def main(argv=None) -> int:
     parser.add_argument("--step", default="compose")
     parser.add_argument("--out", default=str(common.RESULTS / "exercise_page.json"))
     parser.add_argument("--note", default="", help="what the sites are (recorded with the parameters)")
+    parser.add_argument("--pool", nargs="+", metavar="RECORD",
+                        help="measure nothing: pool the trials of these records (same sites) into --out")
     args = parser.parse_args(argv)
-    record = run(args.trials, parse_dists(args.dist), args.exercise, args.step)
+    if args.pool:
+        record = pool(args.pool)
+    else:
+        record = run(args.trials, parse_dists(args.dist), args.exercise, args.step)
     if args.note:
         record["parameters"]["note"] = args.note
     rows = [[label, s["ready_ms"], s["first_grade_ms"], s["first_grade_python_ms"], s["regrade_ms"],
              s["judge_ready_ms"], s["longest_task_during_grades_ms"]] for label, s in record["summaries"].items()]
     print(common.table(["site", "ready ms", "first grade ms", "(python ms)", "regrade ms", "judge ready ms",
                         "longest task ms"], rows))
-    print("load average before {}, after {}".format(record["load_average"], record["load_average_after"]))
+    for run_ in record.get("runs", [record]):
+        print("load average before {}, after {}".format(run_["load_average"], run_["load_average_after"]))
     common.print_targets(record["targets"])
     print("wrote", common.write_result(Path(args.out), record))
     return 0

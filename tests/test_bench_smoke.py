@@ -247,3 +247,46 @@ def test_triton_md_table_is_the_records():
     start = text.index("\n", start) + 1
     end = text.index("\n<!-- end generated table -->")
     assert text[start:end] == proc.stdout.strip()
+
+
+def _page_record(tmp_path: Path, name: str, trials: dict) -> Path:
+    """A small exercise_page record: ``trials`` maps a site to its (ready, first, regrade) ms."""
+    rows = []
+    for site, values in trials.items():
+        for ready, first, regrade in values:
+            rows.append({"site": site, "ready_ms": ready, "boot": {},
+                         "first_grade": {"wall_ms": first, "python_ms": first / 2, "longest_task_ms": 0.0},
+                         "regrade": {"wall_ms": regrade, "python_ms": regrade / 2, "longest_task_ms": 0.0}})
+    record = {"benchmark": "exercise_page", "recorded_at": "2026-12-02T00:00:00Z",
+              "machine": {"cores": 2, "versions": {"python": "3", "numpy": "2"}},
+              "load_average": [1, 1, 1], "load_average_after": [1, 1, 1],
+              "parameters": {"trials": len(next(iter(trials.values())))},
+              "summaries": {site: {} for site in trials}, "trials": rows}
+    path = tmp_path / name
+    path.write_text(json.dumps(record))
+    return path
+
+
+def test_exercise_page_pool_takes_every_runs_trials(tmp_path):
+    one = _page_record(tmp_path, "one.json", {"before": [(100, 10, 5)], "after": [(300, 30, 15)]})
+    two = _page_record(tmp_path, "two.json", {"before": [(200, 20, 10), (400, 40, 20)],
+                                              "after": [(90, 9, 4), (110, 11, 6)]})
+    out = tmp_path / "pooled.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "exercise_page.py"), "--pool", str(one), str(two),
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "[MET ] ready_ms no slower than before" in proc.stdout
+    record = json.loads(out.read_text())
+    assert record["summaries"]["before"]["ready_ms"] == 200     # median of 100, 200, 400
+    assert record["summaries"]["after"]["ready_ms"] == 110      # median of 300, 90, 110
+    assert record["ratios_to_before"]["after"]["first_grade_ms"] == round(11 / 20, 3)
+    assert [t["met"] for t in record["targets"][1:]] == [True, True]
+    assert len(record["runs"]) == 2 and record["parameters"]["trials"] == 3
+
+
+def test_exercise_page_pool_refuses_records_of_other_sites(tmp_path):
+    one = _page_record(tmp_path, "one.json", {"before": [(100, 10, 5)], "after": [(300, 30, 15)]})
+    two = _page_record(tmp_path, "two.json", {"old": [(100, 10, 5)], "new": [(300, 30, 15)]})
+    proc = subprocess.run([sys.executable, str(BENCH / "exercise_page.py"), "--pool", str(one), str(two),
+                           "--out", str(tmp_path / "x.json")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "same sites" in proc.stderr
