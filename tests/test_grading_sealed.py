@@ -10,6 +10,7 @@ learner code inside the grader).
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pathlib
@@ -28,17 +29,9 @@ INTERPRETERS = [pytest.param(sys.executable, id="py3")] + [
     pytest.param(str(PY38), id="py38", marks=pytest.mark.skipif(
         not PY38.exists(), reason="no Python 3.8 + NumPy 1.17 venv (.venv38)"))]
 
-FULL = textwrap.dedent("""
-    import numpy as np
-    def _full(q, k, v, causal):
-        s = q @ k.T / np.sqrt(q.shape[1])
-        if causal:
-            s = np.where(np.arange(k.shape[0])[None, :] <= np.arange(q.shape[0])[:, None], s, -np.inf)
-        m = s.max(axis=1, keepdims=True)
-        p = np.exp(s - m)
-        l = p.sum(axis=1, keepdims=True)
-        return p @ v / l, (m + np.log(l))[:, 0]
-""")
+# the whole score matrix at once: the online-softmax wrong answer's body, as a helper
+FULL = ("import numpy as np\ndef _full(q, k, v, causal):\n"
+        + importlib.import_module("nlpcore.lab.exercises.online-softmax.wrong_answers").FULL_SCORES)
 HANDLE = textwrap.dedent("""
     import sys
     def _handle():      # the grade's Refusal, from the session in a grader frame's locals
