@@ -54,10 +54,10 @@ SWAP = HANDLE + textwrap.dedent("""
     import types
     from nlpcore import refusal
     from nlpcore.kernels import flash_np
-    def _sealed(fn):
+    def _sealed(fn):      # the guard's constant: the original, or (original, decide, entry, ...)
         for c in fn.__code__.co_consts:
-            if isinstance(c, tuple) and len(c) == 2 and c[1] is None and callable(c[0]):
-                return c[0]
+            if isinstance(c, tuple) and len(c) == 2 and c[1] is None:
+                return c[0][0] if isinstance(c[0], tuple) else c[0]
     def attention(q, k, v, block_q, block_k, causal=False):
         swaps = []
         state = _off()
@@ -233,6 +233,68 @@ ATTACKS = {
                 q, k, v, causal=causal, block_q=block_q, block_k=block_k)
     """),
 }
+
+# Learner code run inside the hook while its thread is marked busy (every event let through
+# there): the guards' sealed originals read there, then swapped in for the library's forward
+# (review r-grade4, D6). ``%s`` makes the hook run ``_grab``.
+_INSIDE = textwrap.dedent("""
+    import sys, types
+    from nlpcore.kernels import flash_np
+    swaps = []
+    def _sealed(fn):
+        for c in fn.__code__.co_consts:
+            if isinstance(c, tuple) and len(c) == 2 and c[1] is None:
+                return c[0][0] if isinstance(c[0], tuple) else c[0]
+    def _grab():
+        del swaps[:]
+        for name, mod in list(sys.modules.items()):
+            if not name.startswith("nlpcore.kernels") or mod is None:
+                continue
+            ns = vars(mod)
+            guards = {k_: v_ for k_, v_ in ns.items() if isinstance(v_, types.FunctionType)
+                      and v_.__code__.co_filename.endswith("refusal.py")}
+            swaps.append((ns, guards, {k_: _sealed(g) for k_, g in guards.items()}))
+    def attention(q, k, v, block_q, block_k, causal=False):
+        %s
+        for ns, guards, origs in swaps:
+            ns.update(origs)
+        try:
+            return vars(flash_np)["forward"](q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+        finally:
+            for ns, guards, origs in swaps:
+                ns.update(guards)
+""")
+ATTACKS.update({
+    # sys.audit with an object whose f_code (or tb_frame, gi_frame) is a property: the hook read it
+    "audit event with a property": textwrap.dedent("""
+        class _Evil:
+            @property
+            def f_code(self):
+                _grab()
+    """) + _INSIDE % 'sys.audit("object.__getattr__", _Evil(), "f_code")',
+    # sys.audit with a str subclass as the event: its __eq__ ran when the hook compared it (the
+    # second comparison, inside the hook's busy mark). Unlike the others, not shown to pass on
+    # the code before: kept as the hook's rule that such an event is let through untouched
+    "audit event a str subclass": textwrap.dedent("""
+        class _E(str):
+            calls = 0
+            __hash__ = str.__hash__
+            def __eq__(self, other):
+                _E.calls += 1
+                if _E.calls == 2:
+                    _grab()
+                return str.__eq__(self, other)
+    """) + _INSIDE % 'sys.audit(_E("open"), "/nonexistent/nlpcore-test")',
+    # the set of events the hook handles, a module global of nlpcore.refusal, emptied for the reads
+    "handled events emptied": SWAP + textwrap.dedent("""
+        def _off():
+            saved = refusal._HANDLED
+            refusal._HANDLED = frozenset()
+            return saved
+        def _on(saved):
+            refusal._HANDLED = saved
+    """),
+})
 # Two grades in one learner Python (the page's worker): the first plants, the second profits.
 PLANTS = {
     "D1 snapshot edited": (textwrap.dedent("""

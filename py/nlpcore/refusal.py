@@ -163,6 +163,7 @@ class _State:
 
 _STATE = "\0nlpcore.refusal: the grader's state"    # stands for the _State in sealed code
 _CHAIN = "\0nlpcore.refusal: the private chain"     # for refusal_hook._private_chain()
+_TOOLS = "\0nlpcore.refusal: the hook's tools"      # what _audit_open would otherwise look up
 _AT = 0
 
 
@@ -376,19 +377,32 @@ def _audit_open(event, args):
     here holds the state (a refusal raised from here leaves this frame in the learner's
     traceback, where its locals can be read); the work is done by :func:`_audit`, called
     through a constant, with globals of its own (see _private_chain): learner code can rebind
-    neither it nor what it calls, not even for a moment."""
-    if not ("\0nlpcore.refusal: the grader's state", None)[_AT].active or event not in _HANDLED:
+    neither it nor what it calls, not even for a moment. Nor anything this function reads: it
+    looks up no global or builtin (a module global of refusal, or a name put in its namespace
+    such as ``type``, would be the learner's to rebind) -- the events it handles, the thread's
+    id, ``type`` and ``str`` come from its own constant (``tools``), and an event that is not an
+    exact str (learner code calling ``sys.audit`` with a str subclass, whose ``__eq__`` or
+    ``__hash__`` would run here) is not one CPython raises: let through."""
+    at = 0                  # a local index: the compiler folds (constant, None)[0] away
+    tools = ("\0nlpcore.refusal: the hook's tools", None)[at]   # (handled, get_ident, type, str)
+    if tools[2](event) is not tools[3]:
+        tools = None
         return
-    me = _thread.get_ident()
-    if me in ("\0nlpcore.refusal: the grader's state", None)[_AT].busy:
+    if not ("\0nlpcore.refusal: the grader's state", None)[at].active or event not in tools[0]:
+        tools = None
         return
-    ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.add(me)
+    me = tools[1]()
+    tools = None
+    if me in ("\0nlpcore.refusal: the grader's state", None)[at].busy:
+        return
+    ("\0nlpcore.refusal: the grader's state", None)[at].busy.add(me)
     try:
-        refusal = ("\0nlpcore.refusal: the private chain", None)[_AT]["_audit"](
-            tuple(("\0nlpcore.refusal: the grader's state", None)[_AT].active), event, args,
-            ("\0nlpcore.refusal: the private chain", None)[_AT]["_getframe"](1))
+        refusal = ("\0nlpcore.refusal: the private chain", None)[at]["_audit"](
+            ("\0nlpcore.refusal: the private chain", None)[at]["tuple"](
+                ("\0nlpcore.refusal: the grader's state", None)[at].active), event, args,
+            ("\0nlpcore.refusal: the private chain", None)[at]["_getframe"](1))
     finally:
-        ("\0nlpcore.refusal: the grader's state", None)[_AT].busy.discard(me)
+        ("\0nlpcore.refusal: the grader's state", None)[at].busy.discard(me)
     if refusal is not None:
         try:
             raise refusal
@@ -402,7 +416,8 @@ _the_state, _the_chain = _State(), _private_chain()
 for _name in ("install", "original_ids", "_evidence", "refused_count", "refused_since",
               "learner_calls", "changes", "forget", "hook", "_audit_open"):
     _fn = globals()[_name]
-    for _placeholder, _obj in ((_STATE, _the_state), (_CHAIN, _the_chain)):
+    for _placeholder, _obj in ((_STATE, _the_state), (_CHAIN, _the_chain),
+                               (_TOOLS, (_HANDLED, _thread.get_ident, type, str))):
         if (_placeholder, None) in _fn.__code__.co_consts:
             _fn = seal(_fn, _placeholder, _obj)
     _fn.__doc__ = globals()[_name].__doc__

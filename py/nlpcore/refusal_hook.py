@@ -234,6 +234,7 @@ def _refuse_outside(entries, event, args, frame):
 
 _FRESH_COPIES_OF = ("_tracemalloc",)   # its functions are watched (judging.peak_memory)
 _FRAMES_OF = {"gi_frame": "gi_code", "cr_frame": "cr_code", "ag_frame": "ag_code"}
+_FRAME_HOLDERS = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
 # Code that is the grader's although its file is not in nlpcore: break-it's hidden kernels,
 # compiled from text (nlpcore/lab/exercises/break-it/hidden.py).
 HIDDEN_CODE_FILES = frozenset(("<break-it kernel>",))
@@ -318,17 +319,20 @@ def _audit_introspection(entries, args, frame):
     the frame of an nlpcore generator (the grade's own state): ``__code__``, ``f_code``,
     ``tb_frame`` and ``gi_frame``/``cr_frame``/``ag_frame``. Refused, not only noted: learner
     code holding the grader's state could erase the note."""
-    target, attr = args[0], args[1]
-    if attr == "__code__":
-        code = getattr(target, "__code__", None) if type(target) is types.FunctionType else None
-    elif attr == "f_code":
+    if len(args) < 2:
+        return None
+    target, attr = args[0], _plain(args[1])
+    kind = type(target)     # only the C types whose attributes these are: learner code can raise
+    if attr == "__code__" and kind is types.FunctionType:   # the event itself (sys.audit) with an
+        code = target.__code__                              # object whose property would run here
+    elif attr == "f_code" and kind is types.FrameType:
         code = target.f_code
-    elif attr == "tb_frame":
+    elif attr == "tb_frame" and kind is types.TracebackType:
         code = target.tb_frame.f_code
-    elif attr in _FRAMES_OF:
+    elif attr in _FRAMES_OF and any(kind is holder for holder in _FRAME_HOLDERS):
         code = getattr(target, _FRAMES_OF[attr], None)
     else:
-        return
+        return None
     if type(code) is not types.CodeType:
         return
     name = _plain(code.co_filename) or ""
@@ -384,7 +388,8 @@ def _private_chain() -> dict:
     chain.update(os=fake_os, __builtins__=own_builtins,
                  sys=types.SimpleNamespace(_getframe=sys._getframe),
                  types=types.SimpleNamespace(FunctionType=types.FunctionType,
-                                             CodeType=types.CodeType),
+                                             CodeType=types.CodeType, FrameType=types.FrameType,
+                                             TracebackType=types.TracebackType),
                  _thread=None, linecache=None, importlib=None)
     for name in ("_audit", "_audit_introspection", "_refuse_hook_or_spoof", "_audit_watched",
                  "_refuse_outside", "_outside", "_refuse_file", "_learner_called",
@@ -392,6 +397,7 @@ def _private_chain() -> dict:
                  "_trusted_caller", "_entry", "_decide"):
         chain[name] = _rebound(globals()[name], chain)
     chain["_getframe"] = sys._getframe
+    chain["tuple"] = tuple
     return chain
 
 

@@ -215,6 +215,27 @@ class Snapshot:
 
     # -- restoring -----------------------------------------------------------------------------
 
+    def _only_new_submodules(self, namespace: dict, saved: dict, volatile) -> bool:
+        """Whether ``namespace`` is ``saved`` plus names of submodules imported since the
+        snapshot (``import json.tool`` binds ``tool`` on ``json``; NumPy 2 loads ``np.testing``
+        on first use): put back, not a change. Read as exact types (no learner method runs)."""
+        if not _same_objects(namespace, saved):
+            return False
+        parent = saved.get("__name__")
+        if type(parent) is not str:
+            return False
+        for key, value in list(namespace.items()):
+            if type(key) is not str:
+                return False
+            if key in saved or key in volatile:
+                continue
+            if type(value) is not types.ModuleType:
+                return False
+            name, own = parent + "." + key, value.__dict__.get("__name__")
+            if name in self.modules or type(own) is not str or own != name:
+                return False
+        return True
+
     def restore(self, process: dict = None) -> List[str]:
         """Put everything recorded back -- the process state to ``process`` (from
         :func:`process_state` when the grade began) or else to the snapshot's -- and return what
@@ -225,8 +246,12 @@ class Snapshot:
         self.builtins_repaired = False
         _restore_process(self.process if process is None else process, changed)
         for namespace, saved, volatile in self.namespaces:
+            if "__warningregistry__" in namespace and "__warningregistry__" not in saved:
+                del namespace["__warningregistry__"]    # a warning's once-registry, where learner
+                # code warned (np.mean of an empty array, warnings.warn(stacklevel=2)): not a change
             if not _same_dict(namespace, saved, volatile):
-                changed.append("module %s" % saved.get("__name__", "?"))
+                if not self._only_new_submodules(namespace, saved, volatile):
+                    changed.append("module %s" % saved.get("__name__", "?"))
                 _put_back(namespace, saved, volatile)
         for fn, code, defaults, kwdefaults, attrs, cells, contents, names in self.functions:
             if (fn.__code__ is not code or fn.__defaults__ is not defaults

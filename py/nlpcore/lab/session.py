@@ -124,7 +124,8 @@ def load_learner(code: str, required: Sequence[str] = ()) -> dict:
         raise TypeError("code must be a str of Python source, got %s" % type(code).__name__)
     ns = {"__name__": "learner", "__builtins__": builtins}
     try:
-        compiled = compile(code, "<your code>", "exec")
+        compiled = compile(code, "<your code>", "exec", dont_inherit=True)  # not this module's
+        # ``from __future__ import annotations`` (a dataclass would read its fields' types as text)
     except SyntaxError as err:
         raise LearnerError("your code does not compile: %s (line %s: %s)"
                            % (err.msg, err.lineno, (err.text or "").strip()),

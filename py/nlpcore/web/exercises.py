@@ -210,14 +210,14 @@ def scratch(exercise: str, step: str, definitions: str, code: str, keep: bool = 
     with session.isolated() as run:
         ns = ns or {"__name__": "learner", "__builtins__": __builtins__}
         try:
-            exec(compile(definitions, LEARNER_FILE, "exec"), ns)
+            exec(compile(definitions, LEARNER_FILE, "exec", dont_inherit=True), ns)
             tree = ast.parse(code, SCRATCH_FILE, "exec")
             last = None
             if tree.body and isinstance(tree.body[-1], ast.Expr):
                 last = ast.Expression(tree.body.pop().value)
-            exec(compile(tree, SCRATCH_FILE, "exec"), ns)
+            exec(compile(tree, SCRATCH_FILE, "exec", dont_inherit=True), ns)
             if last is not None:
-                shown = eval(compile(last, SCRATCH_FILE, "eval"), ns)
+                shown = eval(compile(last, SCRATCH_FILE, "eval", dont_inherit=True), ns)
                 if shown is not None:
                     value = repr(shown)
                     plot = _plottable(shown)
