@@ -50,27 +50,26 @@ SIG = "def attention(q, k, v, block_q, block_k, causal=False):\n"
 # __code__ read each), call the library's forward, put the guards back: passes Compose where
 # the reads go unnoticed (the review's a2_inhook.py). ``_off()``/``_on()`` is each attack's way
 # of making the reads unnoticed, on the code before this change.
-SWAP = HANDLE + textwrap.dedent("""
-    import types
-    from nlpcore import refusal
+# The swap itself: ``_grab()`` reads every guard's original (the __code__ reads an attack must
+# hide), ``_forward`` calls the library's forward with the originals in place.
+_SWAP_PARTS = textwrap.dedent("""
+    import sys, types
     from nlpcore.kernels import flash_np
+    swaps = []
     def _sealed(fn):      # the guard's constant: the original, or (original, decide, entry, ...)
         for c in fn.__code__.co_consts:
             if isinstance(c, tuple) and len(c) == 2 and c[1] is None:
                 return c[0][0] if isinstance(c[0], tuple) else c[0]
-    def attention(q, k, v, block_q, block_k, causal=False):
-        swaps = []
-        state = _off()
-        try:
-            for name, mod in list(sys.modules.items()):
-                if not name.startswith("nlpcore.kernels") or mod is None:
-                    continue
-                ns = vars(mod)
-                guards = {k_: v_ for k_, v_ in ns.items() if isinstance(v_, types.FunctionType)
-                          and v_.__code__.co_filename.endswith("refusal.py")}
-                swaps.append((ns, guards, {k_: _sealed(g) for k_, g in guards.items()}))
-        finally:
-            _on(state)
+    def _grab():
+        del swaps[:]
+        for name, mod in list(sys.modules.items()):
+            if not name.startswith("nlpcore.kernels") or mod is None:
+                continue
+            ns = vars(mod)
+            guards = {k_: v_ for k_, v_ in ns.items() if isinstance(v_, types.FunctionType)
+                      and v_.__code__.co_filename.endswith("refusal.py")}
+            swaps.append((ns, guards, {k_: _sealed(g) for k_, g in guards.items()}))
+    def _forward(q, k, v, block_q, block_k, causal):
         for ns, guards, origs in swaps:
             ns.update(origs)
         try:
@@ -78,6 +77,16 @@ SWAP = HANDLE + textwrap.dedent("""
         finally:
             for ns, guards, origs in swaps:
                 ns.update(guards)
+""")
+SWAP = HANDLE + _SWAP_PARTS + textwrap.dedent("""
+    from nlpcore import refusal
+    def attention(q, k, v, block_q, block_k, causal=False):
+        state = _off()
+        try:
+            _grab()
+        finally:
+            _on(state)
+        return _forward(q, k, v, block_q, block_k, causal)
 """)
 
 # Each: learner code for online-softmax/compose that must fail. On the code before this change
@@ -237,32 +246,10 @@ ATTACKS = {
 # Learner code run inside the hook while its thread is marked busy (every event let through
 # there): the guards' sealed originals read there, then swapped in for the library's forward
 # (review r-grade4, D6). ``%s`` makes the hook run ``_grab``.
-_INSIDE = textwrap.dedent("""
-    import sys, types
-    from nlpcore.kernels import flash_np
-    swaps = []
-    def _sealed(fn):
-        for c in fn.__code__.co_consts:
-            if isinstance(c, tuple) and len(c) == 2 and c[1] is None:
-                return c[0][0] if isinstance(c[0], tuple) else c[0]
-    def _grab():
-        del swaps[:]
-        for name, mod in list(sys.modules.items()):
-            if not name.startswith("nlpcore.kernels") or mod is None:
-                continue
-            ns = vars(mod)
-            guards = {k_: v_ for k_, v_ in ns.items() if isinstance(v_, types.FunctionType)
-                      and v_.__code__.co_filename.endswith("refusal.py")}
-            swaps.append((ns, guards, {k_: _sealed(g) for k_, g in guards.items()}))
+_INSIDE = _SWAP_PARTS + textwrap.dedent("""
     def attention(q, k, v, block_q, block_k, causal=False):
         %s
-        for ns, guards, origs in swaps:
-            ns.update(origs)
-        try:
-            return vars(flash_np)["forward"](q, k, v, causal=causal, block_q=block_q, block_k=block_k)
-        finally:
-            for ns, guards, origs in swaps:
-                ns.update(guards)
+        return _forward(q, k, v, block_q, block_k, causal)
 """)
 ATTACKS.update({
     # sys.audit with an object whose f_code (or tb_frame, gi_frame) is a property: the hook read it
