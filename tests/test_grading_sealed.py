@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 
 import pytest
 
@@ -119,7 +120,8 @@ ATTACKS = {
         _active = list(session._grader.active)      # the AUDITED_EVENTS gate, emptied for the
         del session._grader.active[:]               # scan (at load: no peak measured there)
         try:
-            _reg = [o for o in gc.get_objects() if type(o).__name__ in ("_Registry", "_State")][0]
+            _reg = [o for o in gc.get_objects() if type(o).__name__ in ("_Registry", "_State")
+                    or (type(o).__name__ == "SimpleNamespace" and hasattr(o, "busy"))][0]
         finally:
             session._grader.active[:] = _active
         def _off():
@@ -272,6 +274,37 @@ ATTACKS.update({
                     _grab()
                 return str.__eq__(self, other)
     """) + _INSIDE % 'sys.audit(_E("open"), "/nonexistent/nlpcore-test")',
+    # a property on the class of the sealed state and entries (review r-grade5, D7): every read
+    # of state.active, entry.learner_files, entry.calls would run it
+    "state class given a property": textwrap.dedent("""
+        import types
+        from nlpcore.kernels import flash_np
+        _FAKE = (("active", []), ("learner_files", frozenset()), ("calls", 0))
+        def attention(q, k, v, block_q, block_k, causal=False):
+            patched = []
+            classes = [c for c in object.__subclasses__()
+                       if c.__module__ == "nlpcore.refusal" and c.__name__ in ("_State", "_Entry")]
+            for cls in classes + [types.SimpleNamespace]:
+                for name, value in _FAKE:
+                    try:
+                        old = cls.__dict__.get(name)
+                        setattr(cls, name, property(lambda self, value=value: value))
+                        patched.append((cls, name, old))
+                    except (TypeError, AttributeError):
+                        pass
+            try:
+                orig = None
+                for c in flash_np.forward.__code__.co_consts:
+                    if type(c) is tuple and len(c) == 2 and c[1] is None and type(c[0]) is tuple:
+                        orig = c[0][0]
+                return orig(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+            finally:
+                for cls, name, old in patched:
+                    if old is None:
+                        delattr(cls, name)
+                    else:
+                        setattr(cls, name, old)
+    """),
     # the set of events the hook handles, a module global of nlpcore.refusal, emptied for the reads
     "handled events emptied": SWAP + textwrap.dedent("""
         def _off():
@@ -448,4 +481,27 @@ def test_no_module_global_reaches_the_grader_state():
     assert not hasattr(refusal, "_registry") and not hasattr(session._grader, "snapshot")
     assert session.pristine() is None
     consts = [c for c in refusal._audit_open.__code__.co_consts if isinstance(c, tuple)]
-    assert any(type(c[0]).__name__ == "_State" for c in consts if c)
+    assert any(type(c[0]) is types.SimpleNamespace and hasattr(c[0], "busy") for c in consts if c)
+
+
+def test_a_key_of_learner_type_in_a_guarded_module_is_dropped_unhashed(tmp_path):
+    """Review r-grade5, D9: an object of the learner's as a key of a guarded module's namespace
+    had its ``__hash__``/``__eq__`` run by the restore, inside the grader (whose frames hold what
+    the restore reports). The restore now drops such keys without hashing them, and says so."""
+    log = tmp_path / "hash.log"
+    code = textwrap.dedent("""
+        import json
+        class K:
+            def __hash__(self):
+                with open(%r, "a") as f:
+                    f.write("hash\\n")
+                return 7
+            def __eq__(self, other):
+                with open(%r, "a") as f:
+                    f.write("eq\\n")
+                return False
+        vars(json)[K()] = 1
+    """ % (str(log), str(log))) + lab.exercise("online-softmax").step("compose").solution
+    grade = lab.grade("online-softmax", "compose", code)
+    assert not grade["passed"] and "module json" in grade["restored"], grade["restored"]
+    assert log.read_text() == "hash\n", "only the plant's own insertion may hash the key"

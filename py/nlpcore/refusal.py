@@ -126,39 +126,31 @@ Evidence.__doc__ = ("What a grade's refusal saw, copied out of the sealed state:
                     "AUDITED_EVENTS raised while it was active (tuples of str).")
 
 
-class _Entry:
+# The sealed objects are instances of ``types.SimpleNamespace``, a built-in type, never of a
+# class of this module: any class is reachable (``object.__subclasses__()``), and learner code
+# could put a property on it (``_State.active = property(...)``) that every read of the sealed
+# object would then run -- a built-in type's attributes cannot be set.
+
+def _Entry(handle: Refusal):
     """One active refusal in the sealed state: the frozen copy of its handle's policy, taken at
     the first :func:`install`, and the evidence the guards and the audit hook note."""
-    __slots__ = ("handle", "contained", "learner_files", "grader_files", "files", "installed",
-                 "original_ids", "refused", "introspected", "audited", "calls")
-
-    def __init__(self, handle: Refusal):
-        self.handle = identity(handle)
-        self.contained = handle.contained is True
-        self.learner_files = frozenset(_plain(f) for f in handle.learner_files) - {None}
-        self.grader_files = frozenset(_plain(f) for f in handle.grader_files) - {None}
-        self.files = frozenset()
-        self.installed: dict = {}       # module name -> its namespace right after install
-        self.original_ids: set = set()
-        self.refused: List[str] = []
-        self.introspected: List[str] = []
-        self.audited: List[str] = []
-        self.calls = 0
+    return types.SimpleNamespace(
+        handle=identity(handle), contained=handle.contained is True,
+        learner_files=frozenset(_plain(f) for f in handle.learner_files) - {None},
+        grader_files=frozenset(_plain(f) for f in handle.grader_files) - {None},
+        files=frozenset(),
+        installed={},                   # module name -> its namespace right after install
+        original_ids=set(), refused=[], introspected=[], audited=[], calls=0)
 
 
-class _State:
+def _State():
     """The grader's state that gates the audit hook and collects its evidence: the active
-    refusals (:class:`_Entry`), the threads inside the hook (re-entrancy), whether the hook is
-    installed. Exactly one exists, created below and sealed into the code constants of the
-    functions that use it (:func:`seal`): no module global, closure, default or attribute of a
-    reachable object refers to it, so learner code reaches it only through an audited read of
+    refusals (:func:`_Entry`), the threads inside the hook (re-entrancy, ``busy``), whether the
+    hook is installed. Exactly one exists, created below and sealed into the code constants of
+    the functions that use it (:func:`seal`): no module global, closure, default or attribute of
+    a reachable object refers to it, so learner code reaches it only through an audited read of
     ``__code__``/``f_code`` (refused by the hook) or the collector (``gc``, refused)."""
-    __slots__ = ("active", "busy", "hooked")
-
-    def __init__(self):
-        self.active: List[_Entry] = []
-        self.busy: set = set()          # thread ids inside the hook (its own reads raise events)
-        self.hooked = False
+    return types.SimpleNamespace(active=[], busy=set(), hooked=False)
 
 
 _STATE = "\0nlpcore.refusal: the grader's state"    # stands for the _State in sealed code
@@ -328,7 +320,7 @@ def seal(fn, placeholder: str, obj):
                               fn.__defaults__, fn.__closure__)
 
 
-def _guard(fn, qualified: str, entry: _Entry, strict: bool, decide):
+def _guard(fn, qualified: str, entry, strict: bool, decide):
     """The guard of ``fn``: the original, the grade's entry in the sealed state and the private
     function that decides (``refusal_hook._decide``) sit in the guard's code constants, where
     only an audited introspection (``__code__``, ``f_code``) reaches them, never in a closure

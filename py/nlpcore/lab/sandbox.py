@@ -246,6 +246,9 @@ class Snapshot:
         self.builtins_repaired = False
         _restore_process(self.process if process is None else process, changed)
         for namespace, saved, volatile in self.namespaces:
+            if not _all_str_keys(namespace):       # learner code put an object of its own as a
+                changed.append("module %s" % saved.get("__name__", "?"))   # key: its __hash__
+                _drop_other_keys(namespace)        # or __eq__ would run in every lookup below
             if "__warningregistry__" in namespace and "__warningregistry__" not in saved:
                 del namespace["__warningregistry__"]    # a warning's once-registry, where learner
                 # code warned (np.mean of an empty array, warnings.warn(stacklevel=2)): not a change
@@ -318,6 +321,19 @@ class _Empty:
 
 
 _EMPTY = _Empty()
+
+
+def _all_str_keys(namespace: dict) -> bool:
+    """Whether every key of ``namespace`` is an exact str (iterating keys hashes none)."""
+    return all(type(key) is str for key in namespace)
+
+
+def _drop_other_keys(namespace: dict) -> None:
+    """Remove every key that is not an exact str without hashing or comparing it: the dict is
+    emptied and refilled with its str keys in one C call each."""
+    kept = [(key, value) for key, value in namespace.items() if type(key) is str]
+    namespace.clear()
+    namespace.update(kept)
 
 
 def _same_dict(current: dict, saved: dict, volatile=frozenset()) -> bool:

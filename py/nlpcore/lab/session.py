@@ -71,16 +71,14 @@ class _Grader:
 _grader = _Grader()
 
 
-class _Sealed:
+def _Sealed():
     """The session's state that learner code must not reach: the snapshot every grade restores
     to (its saved records decide what a restore puts back and reports) and whether to retake
     it. Sealed into the code constants of the functions that use it (``refusal.seal``), never a
-    global: reaching it takes an audited (and refused) read of ``__code__``/``f_code``."""
-    __slots__ = ("snapshot", "stale")
-
-    def __init__(self):
-        self.snapshot: Optional[sandbox.Snapshot] = None
-        self.stale = False
+    global: reaching it takes an audited (and refused) read of ``__code__``/``f_code``. A
+    ``types.SimpleNamespace`` (a built-in type): a class of ours could be given a property by
+    learner code that every read of the sealed object would run."""
+    return types.SimpleNamespace(snapshot=None, stale=False)
 
 
 _SEALED = "\0nlpcore.lab.session: the sealed state"
@@ -97,7 +95,7 @@ def pristine() -> None:
     _due(("\0nlpcore.lab.session: the sealed state", None)[_AT])
 
 
-def _due(sealed: _Sealed) -> sandbox.Snapshot:
+def _due(sealed) -> sandbox.Snapshot:
     """``sealed``'s snapshot, taken where it is due: before the first grade ran any learner
     code, and again when modules have been imported since (an exercise built for the first
     time, a refused module imported by :func:`isolated`): between grades the interpreter is
