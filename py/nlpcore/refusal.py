@@ -377,14 +377,11 @@ def _audit_open(event, args):
     ``__hash__`` would run here) is not one CPython raises: let through."""
     at = 0                  # a local index: the compiler folds (constant, None)[0] away
     tools = ("\0nlpcore.refusal: the hook's tools", None)[at]   # (handled, get_ident, type, str)
-    if tools[2](event) is not tools[3]:
-        tools = None
+    if tools[2](event) is not tools[3]:     # (nothing in tools is secret: a local may hold it)
         return
     if not ("\0nlpcore.refusal: the grader's state", None)[at].active or event not in tools[0]:
-        tools = None
         return
     me = tools[1]()
-    tools = None
     if me in ("\0nlpcore.refusal: the grader's state", None)[at].busy:
         return
     ("\0nlpcore.refusal: the grader's state", None)[at].busy.add(me)
