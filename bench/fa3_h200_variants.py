@@ -27,6 +27,8 @@ The candidates (flash_fa3.Variant fields; FA3.md says what each is for):
     _bal     causal items longest first across heads, dealt in a snake (persistent unless _item)
     _snake   causal items head by head, heaviest first, dealt in a snake (persistent)
     _q2      two Q buffers per consumer: the next item's Q, K0, V0 load during this item
+    _nb      the ping-pong token and K/V slot releases on named barriers (per-warp bar.arrive,
+             no warpgroup-wide bar.sync before each hand-over)
     (_x      cross-item overlap, in run 6's record only: WITHDRAWN)
 """
 
@@ -48,23 +50,30 @@ V = dict  # a candidate: keyword arguments of flash_fa3.Variant
 # (_kvf), a 3-slot ring at d = 64 (2wg_s3), 3wg per item or longest-first, and one program per
 # item without a mask; run 5 three warpgroups with the causal mask (3wg_snake): none was
 # fastest anywhere, so they are no longer candidates. Run 6 added two Q buffers (_q2) and
-# cross-item overlap (_x, withdrawn: see WITHDRAWN).
-CANDIDATES = {
+# cross-item overlap (_x, withdrawn: see WITHDRAWN); run 8 named barriers (_nb) and dropped the
+# candidates no sweep picked (2wg_snake_q2 at d = 64, 2wg_bal at d = 128).
+_BASE = {
     (64, False): {"2wg": V(stages=2), "2wg_nopp": V(stages=2, pingpong=False),
                   "3wg": V(consumers=3, stages=3), "3wg_nopp": V(consumers=3, stages=3, pingpong=False),
                   "3wg_nopp_q2": V(consumers=3, stages=3, pingpong=False, q_bufs=2)},
     (64, True): {
         "2wg_item": V(stages=2, persistent=False), "2wg_nopp_item": V(stages=2, pingpong=False, persistent=False),
         "2wg_bal": V(stages=2, balance=True), "2wg_snake": V(stages=2, snake=True),
-        "2wg_nopp_snake": V(stages=2, pingpong=False, snake=True), "2wg_snake_q2": V(stages=2, snake=True, q_bufs=2),
+        "2wg_nopp_snake": V(stages=2, pingpong=False, snake=True),
     },
     (128, False): {"2wg": V(), "2wg_nopp": V(pingpong=False), "2wg_q2": V(q_bufs=2)},
     (128, True): {
         "2wg_item": V(persistent=False), "2wg_nopp_item": V(pingpong=False, persistent=False),
-        "2wg_bal": V(balance=True), "2wg_snake": V(snake=True), "2wg_nopp_snake": V(pingpong=False, snake=True),
+        "2wg_snake": V(snake=True), "2wg_nopp_snake": V(pingpong=False, snake=True),
         "2wg_snake_q2": V(snake=True, q_bufs=2),
     },
 }
+# Run 8: every candidate twice, with the hand-overs on mbarriers and on named barriers (_nb).
+# FA3_SKIP_NAMED=1 (set by bench/fa3_h200_run8.sh when the named-barrier smoke test fails on the
+# device) leaves the twins out.
+CANDIDATES = {key: dict(base, **({} if os.environ.get("FA3_SKIP_NAMED") else
+                                 {name + "_nb": V(named=True, **kw) for name, kw in base.items()}))
+              for key, base in _BASE.items()}
 # Variant fields a recorded candidate may use that the kernel no longer has, and why: the rule
 # (best, choices) never picks such a candidate. Cross-item overlap passed the sweep's check
 # (which reads two heads, items every program runs first) but on the H200 gave wrong O on a

@@ -106,21 +106,26 @@ def _gluon_hopper():
     return True
 
 
+def _compiled(expr):
+    """stdout of `expr` evaluated after `import flash_fa3_gluon as k`, in a fresh process (this
+    one runs Triton's interpreter, which would wrap the Gluon kernel): ahead-of-time compiles
+    for sm_90a need no GPU."""
+    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
+    code = f"import sys; from nlpcore.kernels import flash_fa3_gluon as k; sys.stdout.write({expr})"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 @pytest.mark.skipif(not _gluon_hopper(), reason="this Triton has no Gluon Hopper API (Triton >= 3.6)")
 @pytest.mark.parametrize("warp_spec", [True, False])
 def test_compiles_for_sm90a_with_fa3s_structure(warp_spec):
-    """Ahead-of-time compile for sm_90a (no GPU needed) and read the roles off the PTX. In a
-    fresh process: this one runs Triton's interpreter, which would wrap the Gluon kernel."""
+    """Ahead-of-time compile for sm_90a (no GPU needed) and read the roles off the PTX."""
     from nlpcore.kernels import flash_fa3_gluon as kern
 
-    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
-    code = ("import sys; from nlpcore.kernels import flash_fa3_gluon as k; "
-            f"sys.stdout.write(k.compile_for_hopper(128, 'bf16', causal=True, warp_spec={warp_spec}, "
-            f"pingpong={warp_spec}).asm['ptx'])")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    ptx = proc.stdout
+    ptx = _compiled(f"k.compile_for_hopper(128, 'bf16', causal=True, warp_spec={warp_spec}, "
+                    f"pingpong={warp_spec}).asm['ptx']")
     assert "wgmma.mma_async" in ptx and "wgmma.wait_group.sync.aligned 1" in ptx  # async, overlapped
     assert "cp.async.bulk.tensor.3d" in ptx and "mbarrier.try_wait.parity" in ptx  # TMA + barriers
     regs = sorted({int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
@@ -137,16 +142,11 @@ def test_three_consumer_variant_compiles_for_sm90a():
     balanced causal schedule compile for sm_90a; the consumers take 160 registers each."""
     from nlpcore.kernels import flash_fa3_gluon as kern
 
-    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
-    code = ("import sys; from nlpcore.kernels import flash_fa3_gluon as k; "
-            "sys.stdout.write(k.compile_for_hopper(64, 'bf16', causal=True, consumers=3, stages=3, "
-            "kv_fused=True, balance=True).asm['ptx'])")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    regs = {int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", proc.stdout)}
+    ptx = _compiled("k.compile_for_hopper(64, 'bf16', causal=True, consumers=3, stages=3, kv_fused=True, "
+                    "balance=True).asm['ptx']")
+    regs = {int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}
     assert kern.CONSUMER_REGS_3.value in regs and kern.PRODUCER_REGS.value in regs, regs
-    assert "wgmma.mma_async" in proc.stdout and "cp.async.bulk.tensor.3d" in proc.stdout
+    assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor.3d" in ptx
 
 
 @pytest.mark.skipif(not _gluon_hopper(), reason="this Triton has no Gluon Hopper API (Triton >= 3.6)")
@@ -156,16 +156,35 @@ def test_two_q_buffers_compile_and_fit():
     from nlpcore.kernels import flash_fa3_gluon as kern
 
     assert kern.fits(128, 128, 2, True, 2, q_bufs=2) and not kern.fits(128, 128, 3, True, 2, q_bufs=2)
-    env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
-    code = ("import sys; from nlpcore.kernels import flash_fa3_gluon as k; "
-            "c = k.compile_for_hopper(128, 'bf16', causal=True, q_bufs=2); "
-            "sys.stdout.write(str(c.metadata.shared) + '\\n' + c.asm['ptx'])")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    shared, ptx = proc.stdout.split("\n", 1)
+    out = _compiled("(lambda c: str(c.metadata.shared) + '\\n' + c.asm['ptx'])"
+                    "(k.compile_for_hopper(128, 'bf16', causal=True, q_bufs=2))")
+    shared, ptx = out.split("\n", 1)
     assert 224 * 1024 <= int(shared) <= kern.SMEM_BYTES, shared
     assert "wgmma.wait_group.sync.aligned 1" in ptx and "cp.async.bulk.tensor.3d" in ptx
+
+
+@pytest.mark.skipif(not _gluon_hopper(), reason="this Triton has no Gluon Hopper API (Triton >= 3.6)")
+@pytest.mark.parametrize("args, consumers", [("128, 'bf16', causal=False", 2),
+                                             ("64, 'bf16', causal=True, consumers=3, stages=3", 3)])
+def test_named_barriers_replace_the_warpgroup_syncs(args, consumers):
+    """named=True: the ping-pong token and the K/V slot releases become per-warp bar.arrive on
+    named barriers (the token counts two warpgroups, a release every consumer warp and the
+    producer's), the producer waits with bar.sync; the consumers' one-thread mbarrier.arrive
+    (each behind a warpgroup-wide bar.sync) is left for Q's release alone, and Triton's own
+    barrier ids stay below the first one the kernel takes."""
+    from nlpcore.kernels import flash_fa3_gluon as kern
+
+    plain, named = (_compiled(f"k.compile_for_hopper({args}, named={flag}).asm['ptx']") for flag in (False, True))
+    release = kern.PRODUCER_THREADS.value + consumers * kern.WG_THREADS.value
+    arrive_counts = set(re.findall(r"bar\.arrive %r\d+, (\d+);", named))
+    assert arrive_counts == {str(2 * kern.WG_THREADS.value), str(release)}, arrive_counts
+    assert re.search(rf"bar\.sync %r\d+, {release};", named) and "bar.arrive" not in plain
+    one_thread = r"mbarrier\.arrive\.shared::cta\.b64 _"
+    assert len(re.findall(one_thread, named)) == consumers < len(re.findall(one_thread, plain))
+    group_syncs = [len(re.findall(r"bar\.sync\s+\d+, 128;", ptx)) for ptx in (plain, named)]
+    assert group_syncs[1] < group_syncs[0], group_syncs
+    triton_ids = {int(i) for i in re.findall(r"\b(?:bar|barrier)\.sync\s+(\d+)[,;]", named)}
+    assert max(triton_ids) < kern.FREE_K_BAR.value, triton_ids
 
 
 def _generated(text, marker):

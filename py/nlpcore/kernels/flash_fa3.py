@@ -98,6 +98,7 @@ class Variant:
     snake: bool = False  # causal: items dealt in a snake, head by head (keeps a head's K, V in L2)
     kv_fused: bool = False  # one ready and one empty barrier per ring slot for K and V together
     q_bufs: int = 1  # Q tiles per consumer: 2 lets the next item's Q, K0 and V0 load during this one
+    named: bool = False  # ping-pong token and K/V slot releases through named barriers, per warp
 
 
 # Which variant runs where: (head dim, causal, largest N or None, variant), first match wins.
@@ -165,7 +166,8 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=None,
         return flash_triton.forward(q, k, v, causal=causal, scale=scale)
     var = variant or choose(q.shape[3], causal, q.shape[2])
     if not warp_spec:  # one 8-warp program per item issues its own copies: two warpgroups in step
-        var = dataclasses.replace(var, consumers=2, pingpong=False, persistent=False, kv_fused=False, q_bufs=1)
+        var = dataclasses.replace(var, consumers=2, pingpong=False, persistent=False, kv_fused=False, q_bufs=1,
+                                  named=False)
     if pingpong is not None:
         var = dataclasses.replace(var, pingpong=bool(pingpong))
     if persistent is not None:
@@ -192,6 +194,9 @@ def _run(q, k, v, causal, scale, warp_spec, overlap, var):
     q_bufs = var.q_bufs
     if q_bufs not in (1, 2):
         raise ValueError(f"variant {var}: q_bufs must be 1 or 2, got {var.q_bufs}")
+    if var.named and (var.kv_fused or var.stages > 3 or var.consumers > 3):
+        raise ValueError(f"variant {var}: named barriers take separate K and V barriers (kv_fused=False), "
+                         f"at most 3 ring slots and 3 consumers (one named barrier id each)")
     if not kern.fits(d, var.block_n, var.stages, warp_spec, var.consumers, q_bufs=q_bufs):
         raise ValueError(f"variant {var} does not fit shared memory at d={d}")
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
@@ -212,7 +217,7 @@ def _run(q, k, v, causal, scale, warp_spec, overlap, var):
         HEAD_DIM=d, BLOCK_N=var.block_n, STAGES=var.stages, CAUSAL=bool(causal), WARP_SPEC=bool(warp_spec),
         PINGPONG=var.pingpong, OVERLAP=bool(overlap), NUM_CONSUMERS=var.consumers,
         BALANCE=var.balance and bool(causal), SNAKE=(var.balance or var.snake) and bool(causal),
-        KV_FUSED=var.kv_fused, Q_BUFS=q_bufs, num_warps=4 if warp_spec else 8)
+        KV_FUSED=var.kv_fused, Q_BUFS=q_bufs, NAMED=var.named and bool(warp_spec), num_warps=4 if warp_spec else 8)
     return o3.reshape(B, H, N, d), lse
 
 

@@ -84,6 +84,73 @@ def _mma_layout(n, num_warps):
     return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, n, 16])
 
 
+# --- named barriers (NAMED) ----------------------------------------------------------------
+# Gluon's mbarrier.arrive is issued by one thread of the partition, so the compiler puts a
+# bar.sync over the whole warpgroup before it (every warp must have finished what the signal
+# vouches for): three such waits per key tile and consumer (the ping-pong token, the K slot, the
+# V slot). FlashAttention-3's CUTLASS code hands its token over with the SM's 16 *named
+# barriers* instead (bar.sync / bar.arrive with an id and a thread count: FA3 §3.1's "warp
+# scheduler barrier"). bar.arrive counts the executing warp's 32 threads and goes on; bar.sync
+# counts them and waits until `threads` have arrived; after that the barrier starts over. So
+# each warp signals when *it* is done, nobody waits for the rest of its warpgroup, and the
+# waiter counts every warp. With NAMED the token and the K/V slots' "empty" signals go this way
+# (Q's stays an mbarrier: once per item). Triton's partitions use the lowest ids (0-3 with three
+# consumers; tests/test_flash_fa3.py reads them in the PTX); ours start at 7.
+FREE_K_BAR = gl.constexpr(7)  # + slot (STAGES <= 3): every consumer warp -> producer, "K slot free"
+FREE_V_BAR = gl.constexpr(10)  # + slot: "V slot free"
+TURN_BAR = gl.constexpr(13)  # + WG (NUM_CONSUMERS <= 3): "warpgroup WG may issue its products"
+WG_THREADS = gl.constexpr(128)  # threads of a consumer warpgroup
+PRODUCER_THREADS = gl.constexpr(32)  # the producer is one warp
+
+
+@gluon.constexpr_function
+def _bar_asm(op, threads):
+    """PTX for one named-barrier operation (bar.sync or bar.arrive) on the id in operand $1."""
+    return f"bar.{op} $1, {threads};\n\tmov.u32 $0, 0;"
+
+
+@gluon.jit
+def _named(op: gl.constexpr, bar_id, threads: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """bar.sync or bar.arrive (op) on named barrier bar_id, expecting `threads` threads in all:
+    executed once by every thread of this partition of NUM_WARPS warps (a tensor of one element
+    per thread carries the id into the inline PTX; its result is unused)."""
+    one_each = gl.full([NUM_WARPS * 32], 0, gl.int32, layout=gl.BlockedLayout([1], [32], [NUM_WARPS], [0]))
+    gl.inline_asm_elementwise(_bar_asm(op, threads), "=r,r", [one_each + bar_id], dtype=gl.int32, is_pure=False,
+                              pack=1)
+
+
+@gluon.jit
+def _take_turn(turn, turn_phase, WG: gl.constexpr, NAMED: gl.constexpr):
+    """Ping-pong: wait for warpgroup WG's turn on the tensor cores; returns the token's next parity."""
+    if NAMED:  # the previous warpgroup's 128 arrivals + ours
+        _named("sync", TURN_BAR + WG, 2 * WG_THREADS, 4)
+    else:
+        mbarrier.wait(turn.index(WG), turn_phase)
+    return turn_phase ^ 1
+
+
+@gluon.jit
+def _pass_turn(turn, WG: gl.constexpr, NUM_CONSUMERS: gl.constexpr, NAMED: gl.constexpr):
+    """Ping-pong: products issued, hand the token to warpgroup WG + 1."""
+    if NAMED:
+        _named("arrive", TURN_BAR + (WG + 1) % NUM_CONSUMERS, 2 * WG_THREADS, 4)
+    else:
+        mbarrier.arrive(turn.index((WG + 1) % NUM_CONSUMERS))
+
+
+@gluon.jit
+def _await_free(empty, slot, c, STAGES: gl.constexpr, NUM_CONSUMERS: gl.constexpr, NAMED: gl.constexpr,
+                FREE_BAR: gl.constexpr):
+    """Producer: wait until every consumer released ring slot `slot` (c: ring position)."""
+    if NAMED:  # every consumer warp's arrival + the producer's; the first lap's slots are free
+        if c >= STAGES:
+            _named("sync", FREE_BAR + slot, PRODUCER_THREADS + NUM_CONSUMERS * WG_THREADS, 1)
+    else:
+        # A fresh barrier counts as having completed the phase before its first, so the first
+        # lap's waits (parity 1) pass.
+        mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
+
+
 # --- copies ----------------------------------------------------------------------------------
 @gluon.jit
 def _load(desc, smem, ready, slot, bh, row, pred=True):
@@ -141,12 +208,13 @@ def _item(i, SNAKE: gl.constexpr):
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready, q_empty, k_empty,
               v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
               BLOCK_N: gl.constexpr, NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr,
-              SNAKE: gl.constexpr, KV_FUSED: gl.constexpr, Q_BUFS: gl.constexpr):
+              SNAKE: gl.constexpr, KV_FUSED: gl.constexpr, Q_BUFS: gl.constexpr, NAMED: gl.constexpr):
     """The producer warp (WARP_SPEC): for each work item of this program, Q for every consumer,
     then K and V around the ring. Ring positions count on across work items. Item n's Q goes to
     buffer n % Q_BUFS: with two, it waits for item n-2's Q to be released, not item n-1's, so
     the next item's Q, K0 and V0 are loaded while the consumers still work on this one. With
-    KV_FUSED a slot's K and V share one "ready" and one "empty" barrier (half the hand-overs)."""
+    KV_FUSED a slot's K and V share one "ready" and one "empty" barrier (half the hand-overs);
+    with NAMED the consumers release slots through named barriers (see _named)."""
     c = 0  # ring position: tiles of K (and of V) issued so far by this program
     for n_done in range(_n_items(n_tiles, SNAKE)):
         bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
@@ -157,30 +225,30 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, 
             _load(q_desc, q_smem, q_ready, q_idx, bh, off_m + i * WG_ROWS)
         for j in range(n_blocks):
             slot = c % STAGES
-            # Wait until every consumer released the slot. A fresh barrier counts as having
-            # completed the phase before its first, so the first lap's waits (parity 1) pass.
-            empty_phase = ((c // STAGES) & 1) ^ 1
-            mbarrier.wait(k_empty.index(slot), empty_phase)
+            _await_free(k_empty, slot, c, STAGES, NUM_CONSUMERS, NAMED, FREE_K_BAR)
             if KV_FUSED:  # one barrier completes when both tiles have landed
                 mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes + v_desc.block_type.nbytes)
                 _tma_load(k_desc, [bh, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
                 _tma_load(v_desc, [bh, j * BLOCK_N, 0], k_ready.index(slot), v_smem.index(slot))
             else:
                 _load(k_desc, k_smem, k_ready, slot, bh, j * BLOCK_N)
-                mbarrier.wait(v_empty.index(slot), empty_phase)
+                _await_free(v_empty, slot, c, STAGES, NUM_CONSUMERS, NAMED, FREE_V_BAR)
                 _load(v_desc, v_smem, v_ready, slot, bh, j * BLOCK_N)
             c += 1
 
 
 @gluon.jit
 def _release(desc, smem, ready, empty, slot, bh, j_next, n_blocks, BLOCK_N: gl.constexpr,
-             SELF_LOAD: gl.constexpr):
+             SELF_LOAD: gl.constexpr, NAMED: gl.constexpr, FREE_BAR: gl.constexpr, NUM_CONSUMERS: gl.constexpr):
     """A consumer is done reading smem[slot]. With a producer warp: tell it (arrive on the
-    slot's empty barrier). Without one (SELF_LOAD): wait for every warp of this program
-    (bar.sync), then refill the slot with tile j_next itself."""
+    slot's empty barrier, or with NAMED each warp on named barrier FREE_BAR + slot). Without
+    one (SELF_LOAD): wait for every warp of this program (bar.sync), then refill the slot with
+    tile j_next itself."""
     if SELF_LOAD:
         _cta_barrier()
         _load(desc, smem, ready, slot, bh, j_next * BLOCK_N, pred=j_next < n_blocks)
+    elif NAMED:
+        _named("arrive", FREE_BAR + slot, PRODUCER_THREADS + NUM_CONSUMERS * WG_THREADS, 4)
     else:
         mbarrier.arrive(empty.index(slot))
 
@@ -210,7 +278,8 @@ def _softmax_step(s, m_i, l_i, kb, q_row0, n_ctx, qk_scale, CAUSAL: gl.constexpr
 def _first_tile(q, k_desc, k_smem, k_ready, k_empty, turn, bh, q_row0, n_ctx, n_blocks, qk_scale, c0,
                 turn_phase, WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr,
                 HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr,
-                SELF_LOAD: gl.constexpr, NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr):
+                SELF_LOAD: gl.constexpr, NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr,
+                NAMED: gl.constexpr):
     """An item's first step, S0 = Q K0ᵀ and its softmax (no P V yet to overlap it with).
     Returns P0 as wgmma's register operand, (m, l) and the token's parity."""
     ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4
@@ -220,15 +289,15 @@ def _first_tile(q, k_desc, k_smem, k_ready, k_empty, turn, bh, q_row0, n_ctx, n_
     slot0 = c0 % STAGES
     mbarrier.wait(k_ready.index(slot0), (c0 // STAGES) & 1)
     if PINGPONG:
-        mbarrier.wait(turn.index(WG), turn_phase)
-        turn_phase ^= 1
+        turn_phase = _take_turn(turn, turn_phase, WG, NAMED)
     s_tok = warpgroup_mma(q, k_smem.index(slot0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)),
                           gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout), use_acc=False, is_async=True)
     if PINGPONG:
-        mbarrier.arrive(turn.index((WG + 1) % NUM_CONSUMERS))
+        _pass_turn(turn, WG, NUM_CONSUMERS, NAMED)
     s = warpgroup_mma_wait(0, deps=(s_tok,))
     if not KV_FUSED:  # (fused: the slot is released once, after P V)
-        _release(k_desc, k_smem, k_ready, k_empty, slot0, bh, STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+        _release(k_desc, k_smem, k_ready, k_empty, slot0, bh, STAGES, n_blocks, BLOCK_N, SELF_LOAD, NAMED,
+                 FREE_K_BAR, NUM_CONSUMERS)
     m_i = gl.full([ROWS], -float("inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
     p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, q_row0, n_ctx, qk_scale, CAUSAL, ROWS, BLOCK_N, s_layout)
@@ -240,7 +309,7 @@ def _key_tiles(q, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_e
                bh, q_row0, n_ctx, n_blocks, qk_scale, c0, turn_phase, WG: gl.constexpr, NUM_WARPS: gl.constexpr,
                BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                PINGPONG: gl.constexpr, OVERLAP: gl.constexpr, SELF_LOAD: gl.constexpr,
-               NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr):
+               NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr, NAMED: gl.constexpr):
     """Key tiles 1 .. T-1 of an item (c0: ring position of its tile 0): Sj = Q Kjᵀ and
     O += P Vj-1 issued together, the softmax of Sj under P Vj-1 (OVERLAP)."""
     ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4
@@ -258,17 +327,17 @@ def _key_tiles(q, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_e
         if not KV_FUSED:  # (fused: Vj-1 landed with Kj-1, waited for last step)
             mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
         if PINGPONG:  # take the token: the other warpgroup is in its softmax now
-            mbarrier.wait(turn.index(WG), turn_phase)
-            turn_phase ^= 1
+            turn_phase = _take_turn(turn, turn_phase, WG, NAMED)
         s_tok = warpgroup_mma(q, k_j, s_zero, use_acc=False, is_async=True)  # Sj = Q Kjᵀ
         o_tok = warpgroup_mma(p_op, v_prev, acc, is_async=True)  # O += P Vj-1
         if PINGPONG:  # hand the token over: the next warpgroup may issue its products
-            mbarrier.arrive(turn.index((WG + 1) % NUM_CONSUMERS))
+            _pass_turn(turn, WG, NUM_CONSUMERS, NAMED)
         if OVERLAP:
             # Softmax of Sj while P Vj-1 still runs on the tensor cores.
             s = warpgroup_mma_wait(1, deps=(s_tok,))  # products retire in order: Sj is done
             if not KV_FUSED:
-                _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+                _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD,
+                         NAMED, FREE_K_BAR, NUM_CONSUMERS)
             p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, j * BLOCK_N, q_row0, n_ctx, qk_scale,
                                                CAUSAL, ROWS, BLOCK_N, s_layout)
             acc, p_op = warpgroup_mma_wait(0, deps=(o_tok, p_op))  # keeps the old P's registers
@@ -276,13 +345,15 @@ def _key_tiles(q, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_e
             # In order: wait for both products, then the softmax (tensor cores idle meanwhile).
             s, acc = warpgroup_mma_wait(0, deps=(s_tok, o_tok))
             if not KV_FUSED:
-                _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+                _release(k_desc, k_smem, k_ready, k_empty, slot, bh, j + STAGES, n_blocks, BLOCK_N, SELF_LOAD,
+                         NAMED, FREE_K_BAR, NUM_CONSUMERS)
             p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, j * BLOCK_N, q_row0, n_ctx, qk_scale,
                                                CAUSAL, ROWS, BLOCK_N, s_layout)
         if KV_FUSED:  # Kj-1 and Vj-1 both read: the slot is free
             mbarrier.arrive(k_empty.index(prev))
         else:
-            _release(v_desc, v_smem, v_ready, v_empty, prev, bh, j - 1 + STAGES, n_blocks, BLOCK_N, SELF_LOAD)
+            _release(v_desc, v_smem, v_ready, v_empty, prev, bh, j - 1 + STAGES, n_blocks, BLOCK_N, SELF_LOAD,
+                     NAMED, FREE_V_BAR, NUM_CONSUMERS)
         acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
         p_op = gl.convert_layout(p.to(k_desc.dtype), p_layout)
     return acc, p_op, m_i, l_i, turn_phase
@@ -294,7 +365,8 @@ def _store_o(o_desc, lse_ptr, o_smem, acc, m_i, l_i, bh, q_row0, n_ctx, WG: gl.c
     """An item's end: O = acc / l, lse = m + log l; O leaves through its shared tile and TMA."""
     ROWS: gl.constexpr = WG_ROWS * NUM_WARPS // 4
     o_layout: gl.constexpr = _mma_layout(HEAD_DIM, NUM_WARPS)
-    acc = acc / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
+    inv_l = 1.0 / l_i  # one division per row, then a multiply per element
+    acc = acc * gl.expand_dims(gl.convert_layout(inv_l, gl.SliceLayout(1, o_layout)), 1)
     rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, _mma_layout(BLOCK_N, NUM_WARPS)))
     gl.store(lse_ptr + bh * n_ctx + rows, (m_i + gl.log2(l_i)) * LN2, mask=rows < n_ctx)
     o_tile = o_smem.index(WG)
@@ -310,7 +382,8 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
                    bh, off_m, n_ctx, n_blocks, qk_scale, c0, q_idx, q_phase, turn_phase,
                    WG: gl.constexpr, NUM_WARPS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
                    STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
-                   SELF_LOAD: gl.constexpr, NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr):
+                   SELF_LOAD: gl.constexpr, NUM_CONSUMERS: gl.constexpr, KV_FUSED: gl.constexpr,
+                   NAMED: gl.constexpr):
     """One work item (64 query rows of one head, or 128 without WARP_SPEC) on one consumer:
     Q in q_smem[q_idx], c0 the ring position of its first key tile; returns the ping-pong
     token's next parity. The token goes round the warpgroups: WG hands it to WG + 1."""
@@ -326,13 +399,13 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
     p_op, m_i, l_i, turn_phase = _first_tile(q, k_desc, k_smem, k_ready, k_empty, turn, bh, q_row0, n_ctx,
                                              n_blocks, qk_scale, c0, turn_phase, WG, NUM_WARPS, BLOCK_N,
                                              HEAD_DIM, STAGES, CAUSAL, PINGPONG, SELF_LOAD, NUM_CONSUMERS,
-                                             KV_FUSED)
+                                             KV_FUSED, NAMED)
     acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=_mma_layout(HEAD_DIM, NUM_WARPS))
     acc, p_op, m_i, l_i, turn_phase = _key_tiles(q, k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty,
                                                  v_empty, turn, acc, p_op, m_i, l_i, bh, q_row0, n_ctx, n_blocks,
                                                  qk_scale, c0, turn_phase, WG, NUM_WARPS, BLOCK_N, HEAD_DIM,
                                                  STAGES, CAUSAL, PINGPONG, OVERLAP, SELF_LOAD, NUM_CONSUMERS,
-                                                 KV_FUSED)
+                                                 KV_FUSED, NAMED)
     # Epilogue: Q is no longer read (the producer may load the next item's), the last P V,
     # normalise, write lse and O (through shared memory and TMA).
     if not SELF_LOAD:
@@ -345,7 +418,8 @@ def _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_sm
     if KV_FUSED:
         mbarrier.arrive(k_empty.index(last))
     elif not SELF_LOAD:
-        mbarrier.arrive(v_empty.index(last))
+        _release(v_desc, v_smem, v_ready, v_empty, last, bh, 0, 0, BLOCK_N, False, NAMED, FREE_V_BAR,
+                 NUM_CONSUMERS)
     _store_o(o_desc, lse_ptr, o_smem, acc, m_i, l_i, bh, q_row0, n_ctx, WG, NUM_WARPS, BLOCK_N, HEAD_DIM)
     return turn_phase
 
@@ -356,7 +430,7 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
               qk_scale, WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr,
               CAUSAL: gl.constexpr, PINGPONG: gl.constexpr, OVERLAP: gl.constexpr,
               NUM_CONSUMERS: gl.constexpr, BALANCE: gl.constexpr, SNAKE: gl.constexpr,
-              KV_FUSED: gl.constexpr, Q_BUFS: gl.constexpr):
+              KV_FUSED: gl.constexpr, Q_BUFS: gl.constexpr, NAMED: gl.constexpr):
     """Consumer warpgroup WG (WARP_SPEC): the work items of this program, one after another.
     Item n's Q is in buffer n % Q_BUFS (two: the producer loads the next item's Q, and then
     its first K and V, while this one runs)."""
@@ -364,6 +438,8 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
     # Ping-pong token: warpgroup 0 owns the tensor cores first (parity 1 passes at once on a
     # fresh barrier); each other warpgroup waits for the hand-over of the one before it.
     turn_phase = 1 if WG == 0 else 0
+    if PINGPONG and NAMED and WG == NUM_CONSUMERS - 1:  # named barriers have no phase: the last
+        _named("arrive", TURN_BAR, 2 * WG_THREADS, 4)  # warpgroup hands warpgroup 0 its first turn
     for n_done in range(_n_items(n_tiles, SNAKE)):
         bh, off_m, n_blocks = _tile(_item(n_done, SNAKE), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE,
                                     NUM_CONSUMERS * WG_ROWS, BLOCK_N)
@@ -372,7 +448,7 @@ def _consumer(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v
                                     q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn, bh, off_m,
                                     n_ctx, n_blocks, qk_scale, c, q_idx, (n_done // Q_BUFS) & 1, turn_phase,
                                     WG, 4, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, False,
-                                    NUM_CONSUMERS, KV_FUSED)
+                                    NUM_CONSUMERS, KV_FUSED, NAMED)
         c += n_blocks
     tma.store_wait(0)
 
@@ -383,7 +459,8 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
                    CAUSAL: gl.constexpr, WARP_SPEC: gl.constexpr, PINGPONG: gl.constexpr,
                    OVERLAP: gl.constexpr, NUM_CONSUMERS: gl.constexpr = 2, BALANCE: gl.constexpr = False,
-                   SNAKE: gl.constexpr = False, KV_FUSED: gl.constexpr = False, Q_BUFS: gl.constexpr = 1):
+                   SNAKE: gl.constexpr = False, KV_FUSED: gl.constexpr = False, Q_BUFS: gl.constexpr = 1,
+                   NAMED: gl.constexpr = False):
     # q_desc, o_desc: tiles (1, 64, d) with WARP_SPEC, else (1, 128, d) of (B·H, N, d)
     # k_desc, v_desc: tiles (1, Bc, d);  lse_ptr: fp32 (B·H, N);  n_bh = B·H
     # The grid is 1-d. One program per work item, or (persistent, WARP_SPEC only) one per SM,
@@ -392,7 +469,7 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
     # rows; BALANCE: causal items longest first across heads; SNAKE: items dealt to the
     # persistent programs in a snake; KV_FUSED: one ready and one empty barrier per ring slot
     # for K and V together; Q_BUFS: Q tiles per consumer (2: the next item's Q loads during this
-    # one).
+    # one); NAMED: the ping-pong token and the K/V slot releases through named barriers.
     NUM_Q: gl.constexpr = NUM_CONSUMERS * Q_BUFS if WARP_SPEC else 1
     BLOCK_M: gl.constexpr = NUM_CONSUMERS * WG_ROWS if WARP_SPEC else 2 * WG_ROWS  # query rows per item
     n_mblocks = (n_ctx + BLOCK_M - 1) // BLOCK_M
@@ -431,39 +508,39 @@ def fa3_fwd_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, n_ctx, n_bh, qk_scal
                 [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),  # consumer warpgroup 0
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, NAMED)),  # consumer warpgroup 0
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),  # consumer warpgroup 1
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, NAMED)),  # consumer warpgroup 1
                  (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
                               q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
-                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED, Q_BUFS))],  # the producer warp
+                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED, Q_BUFS, NAMED))],  # the producer warp
                 [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
         else:  # three consumer warpgroups (FlashAttention-3's choice at d = 64), fewer registers each
             gl.warp_specialize(
                 [(_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 0, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, NAMED)),
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 1, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, NAMED)),
                  (_consumer, (q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, o_smem, k_smem, v_smem, q_ready,
                               k_ready, v_ready, q_empty, k_empty, v_empty, turn, n_tiles, n_mblocks, n_bh, n_ctx,
                               qk_scale, 2, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, PINGPONG, OVERLAP, NUM_CONSUMERS,
-                              BALANCE, SNAKE, KV_FUSED, Q_BUFS)),
+                              BALANCE, SNAKE, KV_FUSED, Q_BUFS, NAMED)),
                  (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, k_ready, v_ready,
                               q_empty, k_empty, v_empty, n_tiles, n_mblocks, n_bh, n_ctx, CAUSAL, STAGES,
-                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED, Q_BUFS))],
+                              BLOCK_N, NUM_CONSUMERS, BALANCE, SNAKE, KV_FUSED, Q_BUFS, NAMED))],
                 [4, 4, 1], [CONSUMER_REGS_3, CONSUMER_REGS_3, PRODUCER_REGS])
     else:  # one work item per program, both warpgroups in step, copies issued here
         bh, off_m, n_blocks = _tile(gl.program_id(0), n_mblocks, n_bh, n_ctx, CAUSAL, BALANCE, BLOCK_M, BLOCK_N)
         _consumer_tile(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_smem, q_smem, k_smem, v_smem,
                        q_ready, k_ready, v_ready, q_empty, k_empty, v_empty, turn,
                        bh, off_m, n_ctx, n_blocks, qk_scale, 0, 0, 0, 0,
-                       0, 8, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, False, OVERLAP, True, 2, False)
+                       0, 8, BLOCK_N, HEAD_DIM, STAGES, CAUSAL, False, OVERLAP, True, 2, False, False)
         tma.store_wait(0)
 
 
@@ -495,7 +572,7 @@ def layouts(head_dim, dtype_name, warp_spec, block_n):
 
 def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=True, pingpong=True,
                        overlap=True, block_n=128, stages=2, consumers=2, balance=False, kv_fused=False,
-                       q_bufs=1, snake=False):
+                       q_bufs=1, snake=False, named=False):
     """Compile the kernel for sm_90a without a GPU (to read its PTX and check its structure)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -508,11 +585,11 @@ def compile_for_hopper(head_dim=128, dtype_name="bf16", causal=False, warp_spec=
                  "n_ctx": "i32", "n_bh": "i32", "qk_scale": "fp32", "HEAD_DIM": "constexpr", "BLOCK_N": "constexpr",
                  "STAGES": "constexpr", "CAUSAL": "constexpr", "WARP_SPEC": "constexpr",
                  "PINGPONG": "constexpr", "OVERLAP": "constexpr", "NUM_CONSUMERS": "constexpr",
-                 "BALANCE": "constexpr", "SNAKE": "constexpr", "KV_FUSED": "constexpr", "Q_BUFS": "constexpr"}
+                 "BALANCE": "constexpr", "SNAKE": "constexpr", "KV_FUSED": "constexpr", "Q_BUFS": "constexpr", "NAMED": "constexpr"}
     constexprs = {"HEAD_DIM": head_dim, "BLOCK_N": block_n, "STAGES": stages, "CAUSAL": causal,
                   "WARP_SPEC": warp_spec, "PINGPONG": pingpong and warp_spec, "OVERLAP": overlap,
                   "NUM_CONSUMERS": consumers if warp_spec else 2, "BALANCE": balance, "SNAKE": balance or snake,
-                  "KV_FUSED": kv_fused and warp_spec, "Q_BUFS": q_bufs}
+                  "KV_FUSED": kv_fused and warp_spec, "Q_BUFS": q_bufs, "NAMED": named and warp_spec}
     src = GluonASTSource(fa3_fwd_kernel, signature, constexprs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": 4 if warp_spec else 8})
