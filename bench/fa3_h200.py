@@ -11,6 +11,10 @@ techniques switched off (Shah et al. 2024, arXiv:2407.08608, §3.1-3.2 and its a
     no_warp_spec  no producer warp: one 8-warp program issues its own TMA copies (prefetching the
                   ring's depth ahead) and runs both warpgroups in step (so no ping-pong either)
     none          no_warp_spec without the overlap: FlashAttention-2's loop on wgmma + TMA
+    named         full, with the hand-overs (ping-pong token, K/V slot releases) on named
+                  barriers, per warp
+    mbarrier      full, with them on mbarriers (one thread arrives after a warpgroup-wide
+                  bar.sync); ``full`` is whichever of the two the shape's variant uses
 
 bf16, the benchmark shapes of bench/triton_h200.py (16k tokens per batch, hidden size 2048),
 timed with triton.testing.do_bench (median, L2 flushed), each variant checked against float64
@@ -51,6 +55,8 @@ VARIANTS = {
     "no_overlap": dict(warp_spec=True, pingpong=True, overlap=False),
     "no_warp_spec": dict(warp_spec=False, pingpong=False, overlap=True),
     "none": dict(warp_spec=False, pingpong=False, overlap=False),
+    "named": dict(warp_spec=True, pingpong=True, overlap=True, named=True),
+    "mbarrier": dict(warp_spec=True, pingpong=True, overlap=True, named=False),
 }
 PERSISTENCE = {"full": dict(persistent=True), "full_per_item": dict(persistent=False)}
 ABLATION_SHAPES = [(128, 16384, False), (128, 16384, True), (128, 4096, False), (64, 16384, False),

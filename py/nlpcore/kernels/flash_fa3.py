@@ -131,7 +131,7 @@ def choose(head_dim, causal, n):
 
 
 def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=None, overlap=True,
-            persistent=None, variant=None, fallback=True):
+            persistent=None, named=None, variant=None, fallback=True):
     """FlashAttention-3 forward.
 
     Args:
@@ -145,7 +145,8 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=None,
         False: one program per work item.
       variant: a ``Variant`` (warpgroups, tile, ring depth, schedule, barriers); default
         ``choose(d, causal, N)``, the configuration measured fastest on the H200 for that
-        shape. ``pingpong`` and ``persistent``, when given, override the variant's.
+        shape. ``pingpong``, ``persistent`` and ``named`` (hand-overs on named barriers), when
+        given, override the variant's.
       fallback: where the Hopper kernel cannot run (``why_not_fa3``), call the portable
         ``flash_triton.forward``; with False, raise instead.
 
@@ -172,6 +173,8 @@ def forward(q, k, v, causal=False, scale=None, *, warp_spec=True, pingpong=None,
         var = dataclasses.replace(var, pingpong=bool(pingpong))
     if persistent is not None:
         var = dataclasses.replace(var, persistent=bool(persistent and warp_spec))
+    if named is not None:
+        var = dataclasses.replace(var, named=bool(named and warp_spec))
     return _run(q, k, v, causal, scale, warp_spec, overlap, var)
 
 
