@@ -229,24 +229,22 @@ def test_withdrawn_variants_are_skipped_alike_in_python_and_on_the_page():
         assert "cross" not in row["fwd"][sweep.best(row)]["variant"], (row["d"], row["n"], row["causal"])
 
 
-@pytest.mark.parametrize("marker, script, record", [
-    ("triton_h200.py --markdown-fa3", "triton_h200.py", "triton_h200.json"),
-    ("fa3_h200.py --markdown bench/results/fa3_h200.json", "fa3_h200.py", "fa3_h200.json"),
-    ("fa3_h200.py --markdown bench/results/fa3_h200_persistent.json", "fa3_h200.py", "fa3_h200_persistent.json"),
-    ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants_run4.json", "fa3_h200_variants.py",
-     "fa3_h200_variants_run4.json"),
-    ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants.json", "fa3_h200_variants.py",
-     "fa3_h200_variants.json"),
-    ("fa3_h200_variants.py --markdown bench/results/fa3_h200_variants_run6.json", "fa3_h200_variants.py",
-     "fa3_h200_variants_run6.json"),
-])
-def test_fa3_md_tables_are_the_records(marker, script, record):
-    """bench/FA3.md's tables are generated from the recorded H200 runs, never typed."""
+_FA3_MD = (ROOT / "bench" / "FA3.md").read_text(encoding="utf-8")
+_MARKERS = re.findall(r"<!-- generated table: (\S+) (--markdown(?:-fa3)?) bench/results/(\S+) -->", _FA3_MD)
+
+
+def test_fa3_md_generates_the_current_records():
+    """The records the page and the claims read are among FA3.md's generated tables."""
+    records = {record for _, _, record in _MARKERS}
+    assert {"triton_h200.json", "fa3_h200.json", "fa3_h200_variants.json", "fa3_ncu.json"} <= records, records
+
+
+@pytest.mark.parametrize("script, flag, record", _MARKERS, ids=[m[2] for m in _MARKERS])
+def test_fa3_md_tables_are_the_records(script, flag, record):
+    """Every table of bench/FA3.md is generated from a recorded H200 run, never typed."""
     env = {key: val for key, val in os.environ.items() if key != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "py"), env.get("PYTHONPATH", "")])
-    flag = "--markdown-fa3" if "markdown-fa3" in marker else "--markdown"
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), flag, str(ROOT / "bench" / "results" / record)],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    text = (ROOT / "bench" / "FA3.md").read_text(encoding="utf-8")
-    assert _generated(text, marker) == proc.stdout.strip()
+    assert _generated(_FA3_MD, f"{script} {flag} bench/results/{record}") == proc.stdout.strip()

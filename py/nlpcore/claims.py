@@ -73,6 +73,7 @@ def _fig2_keys(field: str) -> str:
 FA3_ABLATION = "bench/results/fa3_h200.json"
 FA3_ABLATION_ROWS = ((128, 16384, False), (128, 16384, True), (128, 4096, False), (64, 16384, False), (64, 4096, True))
 FA3_ABLATION_OFF = ("no_warp_spec", "no_overlap", "no_pingpong")  # the record's variants, one technique off
+FA3_HANDOVER = ("named", "mbarrier")  # the record's variants: the hand-overs on named barriers, on mbarriers
 FA3_STANDING = "bench/results/triton_h200.json"
 FA3_STANDING_LIST = "results"
 FA3_DEFAULT_LAUNCH = {False: "fa3", True: "fa3"}  # causal -> the default launch's entry in that record (flash_fa3.CHOICES per shape)
@@ -84,7 +85,8 @@ def fa3_key(d: int, n: int, causal: bool, variant: str, rows: str = "rows") -> s
     return "%s[d=%d,n=%d,causal=%s].fwd.%s.tflops" % (rows, d, n, causal, variant)
 
 
-_FA3_ABLATION_KEYS = "; ".join(fa3_key(*s, v) for s in FA3_ABLATION_ROWS for v in ("full",) + FA3_ABLATION_OFF)
+_FA3_ABLATION_KEYS = "; ".join(fa3_key(*s, v) for s in FA3_ABLATION_ROWS
+                               for v in ("full",) + FA3_ABLATION_OFF + FA3_HANDOVER)
 _FA3_STANDING_KEYS = "; ".join(fa3_key(*s, v, FA3_STANDING_LIST) for s in FA3_STANDING_ROWS
                                for v in (FA3_DEFAULT_LAUNCH[s[2]], "cudnn"))
 

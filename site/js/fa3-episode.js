@@ -13,7 +13,6 @@ const RECORDS = {
   ablation: "bench/results/fa3_h200.json",
   standing: "bench/results/triton_h200.json",
   variants: "bench/results/fa3_h200_variants.json",
-  variantsBefore: "bench/results/fa3_h200_variants_run4.json",
   recheck: "bench/results/fa3_recheck_h200.json",
   ncu: "bench/results/fa3_ncu.json",
 };
@@ -28,6 +27,8 @@ const VARIANTS = [
   ["no_overlap", "no intra-warpgroup overlap", "no overlap"],
   ["no_pingpong", "no ping-pong", "no ping-pong"],
   ["full", "all three", "all three"],
+  ["mbarrier", "all three, hand-overs on mbarriers", "mbarrier hand-overs"],
+  ["named", "all three, hand-overs on named barriers", "named hand-overs"],
   ["cudnn", "cuDNN (SDPA)", "cuDNN"],
 ];
 const SVG = "http://www.w3.org/2000/svg";
@@ -93,7 +94,8 @@ function timeline(rec, peakTflops, sms) {
   const tile = tileOf(rec, row);
   const gemm = ((4 * tile.m * tile.n * row.d) / ((peakTflops * 1e12) / sms)) * 1e6; // QKᵀ and PV at peak
   const exps = ((tile.m * tile.n) / EXP_PER_SM_PER_S) * 1e6; // one exponential per score
-  const bars = VARIANTS.map(([name, , label]) => ({ name, label, us: perTile(row, tile, name, sms) }));
+  const bars = VARIANTS.filter(([name]) => row.fwd[name]).map(([name, , label]) => ({ name, label,
+    us: perTile(row, tile, name, sms) }));
   document.getElementById("fa3-timeline-what").textContent = `One ${tile.m}×${tile.n} key tile per SM (the ` +
     `record's tile), d = ${row.d}, N = ${row.n}, ${rec.dtype}, on the ${rec.env.gpu}`;
   const W = 720, left = 150, right = 60, barH = 18, gap = 8;
@@ -120,9 +122,9 @@ function timeline(rec, peakTflops, sms) {
       fill: "url(#fa3-hatch)" }));
     root.append(svg("text", { x: x(b.us) + 4, y: y + barH - 5, "font-size": 12 }, `${b.us.toFixed(2)} µs`));
   });
+  const full = bars.find((b) => b.name === "full").us;
   root.append(svg("text", { x: left, y: lanesTop - 12, "font-size": 12, "font-weight": 700 },
-    `Schematic: the full kernel's warps over three tiles (period ${bars[4].us.toFixed(2)} µs, measured)`));
-  const full = bars[4].us;
+    `Schematic: the full kernel's warps over three tiles (period ${full.toFixed(2)} µs, measured)`));
   const xs = (us) => left + ((W - left - right) * us) / (3 * full);
   const lanes = [["producer warp", []], ["consumer warpgroup 0", []], ["consumer warpgroup 1", []], ["tensor cores", []]];
   for (let j = 0; j < 3; j++) {
@@ -152,11 +154,12 @@ function timeline(rec, peakTflops, sms) {
   return root;
 }
 
-// The shape furthest behind cuDNN in the benchmark run, next to what the earlier sweep read there.
-function worstShape(bench, before, recheck) {
+// The shape furthest behind cuDNN in the benchmark run, next to what the sweep read there minutes before
+// (the candidates of the same shape, and the one chosen), and the re-measure where one exists.
+function worstShape(bench, sweep, recheck) {
   const ratio = (row) => tf(row, "fa3") / tf(row, "cudnn");
   const worst = bench.results.reduce((a, b) => (ratio(b) < ratio(a) ? b : a));
-  const prev = before.rows.find((r) => r.d === worst.d && r.n === worst.n && r.causal === worst.causal);
+  const prev = sweep.rows.find((r) => r.d === worst.d && r.n === worst.n && r.causal === worst.causal);
   const ratios = Object.entries(prev.fwd).filter(([n, r]) => n !== "cudnn" && r.tflops)
     .map(([, r]) => r.tflops / prev.fwd.cudnn.tflops);
   const others = bench.results.filter((r) => r !== worst);
@@ -168,13 +171,12 @@ function worstShape(bench, before, recheck) {
   const remeasured = again
     ? ` Measured again later (${recheck.env.date_utc}, ${recheck.rounds} alternating rounds with the clock warmed, ` +
       `${RECORDS.recheck}) it read ${again.fa3_vs_cudnn.toFixed(2)}× (our portable kernel ` +
-      `${again.tflops.triton.toFixed(0)} TFLOP/s), so the run's reading there was an outlier of that run; the ` +
-      "shape still trails cuDNN."
+      `${again.tflops.triton.toFixed(0)} TFLOP/s).`
     : "";
-  return `The furthest behind, ${shapeText(worst)} at ${ratio(worst).toFixed(2)}×, is not understood: in the ` +
-    `earlier sweep (${before.env.date_utc}) the candidates there read ${Math.min(...ratios).toFixed(2)}–` +
-    `${Math.max(...ratios).toFixed(2)}×${portable}. bench/FA3.md records it as unexplained (no profile of that ` +
-    `shape was taken).${remeasured}`;
+  const chosen = fastest(prev)[1].tflops / prev.fwd.cudnn.tflops;
+  return `The furthest behind is ${shapeText(worst)} at ${ratio(worst).toFixed(2)}×; in the sweep minutes ` +
+    `earlier (${sweep.env.date_utc}) its ${ratios.length} candidates read ${Math.min(...ratios).toFixed(2)}–` +
+    `${Math.max(...ratios).toFixed(2)}× cuDNN and the chosen one ${chosen.toFixed(2)}×${portable}.${remeasured}`;
 }
 
 function standing(rec) {
@@ -199,7 +201,8 @@ function standing(rec) {
 // A candidate's name in bench/fa3_h200_variants.py, in words.
 const PARTS = [["2wg", "two warpgroups"], ["3wg", "three warpgroups"], ["_nopp", "no ping-pong"],
   ["_item", "one program per item"], ["_bal", "longest first"], ["_snake", "snake order"], ["_kvf", "fused K/V barriers"],
-  ["_n64", "64-key tiles"], ["_s3", "3-slot ring"], ["_q2", "two Q buffers"], ["_x", "cross-item overlap"]];
+  ["_n64", "64-key tiles"], ["_s3", "3-slot ring"], ["_q2", "two Q buffers"], ["_x", "cross-item overlap"],
+  ["_nb", "named barriers"]];
 // Variant fields the kernel no longer has (bench/fa3_h200_variants.py's WITHDRAWN, with the reason):
 // a recorded candidate that uses one is never the chosen one, as in the Python rule.
 const WITHDRAWN = ["cross"];
@@ -208,12 +211,14 @@ const shapeText = (r) => `d = ${r.d}, N = ${r.n}${r.causal ? ", causal" : ""}`;
 
 // The sweep the per-shape variants were chosen from: for each shape, the fastest candidate that
 // passed the float64 check, against the previous default and cuDNN (same run).
+// A sweep row's chosen candidate, [name, entry]: the fastest that passed its check and uses no withdrawn field.
+function fastest(row) {
+  const ok = Object.entries(row.fwd).filter(([n, r]) => n !== "cudnn" && r.check && r.check.ok &&
+    !WITHDRAWN.some((field) => r.variant && field in r.variant));
+  return ok.reduce((a, b) => (b[1].ms < a[1].ms ? b : a));
+}
+
 function variantsTable(rec) {
-  const fastest = (row) => {
-    const ok = Object.entries(row.fwd).filter(([n, r]) => n !== "cudnn" && r.check && r.check.ok &&
-      !WITHDRAWN.some((field) => r.variant && field in r.variant));
-    return ok.reduce((a, b) => (b[1].ms < a[1].ms ? b : a));
-  };
   const x = (r, row) => `${(r.tflops / tf(row, "cudnn")).toFixed(2)}×`;
   const rows = rec.rows.filter((r) => !r.error).map((r) => {
     const [name, best] = fastest(r);
@@ -231,8 +236,9 @@ function variantsTable(rec) {
   return el("div", { class: "table-scroll" }, table);
 }
 
-// One clause per profiled shape: our kernel against cuDNN's, from the same ncu run.
-function ncuSentence(rec, sms) {
+// One clause per profiled shape: our kernel against cuDNN's, from the same ncu run, with the launch
+// the sweep chose there (the profile ran flash_fa3.choose's variant).
+function ncuSentence(rec, sweep, sms) {
   const TENSOR = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active";
   const XU = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active";
   const ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active";
@@ -242,22 +248,23 @@ function ncuSentence(rec, sms) {
   const pct = (kern, metric) => `${v(kern, metric).toFixed(0)}%`;
   const launch = (kern) => (kern.grid.replace(/[()\s]/g, "").split(",").reduce((a, b) => a * Number(b), 1) <= sms
     ? "one program per SM" : "one program per work item") + `, grid ${kern.grid}`;
-  const ours0 = rec.kernels.find((k) => k.label.startsWith("fa3 "));
-  const theirs0 = ours0 && rec.kernels.find((k) => k.label === `cudnn ${ours0.label.slice(4)}`);
+  const shapeOf = (label) => {
+    const m = /d=(\d+) N=(\d+)( causal)?/.exec(label);
+    return { d: Number(m[1]), n: Number(m[2]), causal: Boolean(m[3]) };
+  };
   const clauses = rec.kernels.filter((k) => k.label.startsWith("fa3 ")).map((ours) => {
-    const shape = ours.label.slice(4);
-    const theirs = rec.kernels.find((k) => k.label === `cudnn ${shape}`);
-    return `at ${shape.replace("d=", "d = ").replace(" N=", ", N = ").replace(" causal", ", causal")} ours takes ` +
-      `${(v(ours, TIME) / 1e3).toFixed(0)} µs and cuDNN ${(v(theirs, TIME) / 1e3).toFixed(0)} µs; the XU pipe ` +
-      `(special functions such as exp2, and conversions) issues at ${pct(ours, XU)} of its peak rate and the ` +
-      `tensor pipe is active ${pct(ours, TENSOR)} of cycles (cuDNN: ${pct(theirs, XU)} and ${pct(theirs, TENSOR)}), ` +
-      `but our warps issue in ${pct(ours, ISSUE)} of cycles (cuDNN's in ${pct(theirs, ISSUE)}) and ` +
-      `${(v(ours, BAR) / v(theirs, BAR)).toFixed(1)}× as many of them are stalled at a barrier per issued instruction`;
+    const s = shapeOf(ours.label);
+    const theirs = rec.kernels.find((k) => k.label === `cudnn ${ours.label.slice(4)}`);
+    const row = sweep.rows.find((r) => r.d === s.d && r.n === s.n && r.causal === s.causal);
+    const variant = row ? ` (${describe(fastest(row)[0])}; ${launch(ours)}; cuDNN ${launch(theirs)})` : "";
+    return `at ${shapeText(s)} ours${variant} takes ${(v(ours, TIME) / 1e3).toFixed(0)} µs and cuDNN ` +
+      `${(v(theirs, TIME) / 1e3).toFixed(0)} µs; the XU pipe (special functions such as exp2, and conversions) ` +
+      `issues at ${pct(ours, XU)} of its peak rate and the tensor pipe is active ${pct(ours, TENSOR)} of cycles ` +
+      `(cuDNN: ${pct(theirs, XU)} and ${pct(theirs, TENSOR)}), but our warps issue in ${pct(ours, ISSUE)} of ` +
+      `cycles (cuDNN's in ${pct(theirs, ISSUE)}) and ${(v(ours, BAR) / v(theirs, BAR)).toFixed(1)}× as many of ` +
+      "them are stalled at a barrier per issued instruction";
   });
-  return clauses.join("; ") + " — most likely (the profile does not attribute it) at the warpgroup bar.sync " +
-    "that our kernel's PTX places before each single-thread mbarrier arrive, three hand-overs per key tile " +
-    "(K slot, V slot, ping-pong token)." +
-    (ours0 && theirs0 ? ` (Profiled launches: ours ${launch(ours0)}; cuDNN ${launch(theirs0)}.)` : "");
+  return clauses.join("; ") + `. The profile does not say which barrier (${RECORDS.ncu}).`;
 }
 
 async function main() {
@@ -271,13 +278,15 @@ async function main() {
       document.getElementById("fa3-timeline").replaceChildren(timeline(rec, peak, sms));
     }, [box, document.getElementById("fa3-timeline")]],
     [RECORDS.standing, async (rec) => {
-      const before = await readJson(RECORDS.variantsBefore);
+      const sweep = await readJson(RECORDS.variants);
       const recheck = await readJson(RECORDS.recheck).catch(() => null);
-      document.getElementById("fa3-standing").textContent = `${standing(rec)} ${worstShape(rec, before, recheck)}`;
+      document.getElementById("fa3-standing").textContent = `${standing(rec)} ${worstShape(rec, sweep, recheck)}`;
     }, [document.getElementById("fa3-standing")]],
     [RECORDS.variants, (rec) => { document.getElementById("fa3-variants").replaceChildren(variantsTable(rec)); },
       [document.getElementById("fa3-variants")]],
-    [RECORDS.ncu, (rec) => { document.getElementById("fa3-ncu").textContent = ncuSentence(rec, sms); },
+    [RECORDS.ncu, async (rec) => {
+      document.getElementById("fa3-ncu").textContent = ncuSentence(rec, await readJson(RECORDS.variants), sms);
+    },
       [document.getElementById("fa3-ncu")]],
   ];
   await Promise.all(jobs.map(async ([path, draw, targets]) => {

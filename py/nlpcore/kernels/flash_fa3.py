@@ -108,17 +108,17 @@ class Variant:
 # 16384, used up to that N. tests/test_flash_fa3.py holds this table equal to the record;
 # bench/FA3.md says why each one wins.
 CHOICES = (
-    (64, False, 1024, Variant(stages=2, pingpong=False)),
-    (64, False, 4096, Variant(consumers=3, stages=3, pingpong=False)),
-    (64, False, None, Variant(consumers=3, stages=3)),
-    (64, True, 1024, Variant(stages=2, snake=True)),
-    (64, True, 4096, Variant(stages=2, pingpong=False, snake=True)),
-    (64, True, None, Variant(stages=2, balance=True)),
-    (128, False, 1024, Variant()),
-    (128, False, None, Variant(pingpong=False)),
-    (128, True, 1024, Variant(pingpong=False, snake=True)),
-    (128, True, 4096, Variant(snake=True)),
-    (128, True, None, Variant(pingpong=False, persistent=False)),
+    (64, False, 1024, Variant(named=True, stages=2)),
+    (64, False, 4096, Variant(named=True, consumers=3, stages=3)),
+    (64, False, None, Variant(consumers=3, stages=3, pingpong=False)),
+    (64, True, 1024, Variant(named=True, stages=2, snake=True)),
+    (64, True, 4096, Variant(named=True, stages=2, pingpong=False, snake=True)),
+    (64, True, None, Variant(stages=2, pingpong=False, persistent=False)),
+    (128, False, 1024, Variant(q_bufs=2)),
+    (128, False, None, Variant(named=True, q_bufs=2)),
+    (128, True, 1024, Variant(snake=True, q_bufs=2)),
+    (128, True, 4096, Variant(named=True, snake=True, q_bufs=2)),
+    (128, True, None, Variant(named=True, pingpong=False, persistent=False)),
 )
 
 

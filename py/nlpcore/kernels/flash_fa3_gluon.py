@@ -24,6 +24,13 @@ this kernel so that their worth can be measured (bench/fa3_h200.py):
     j runs while P Vⱼ₋₁ is still on the tensor cores (FA3 §3.2, Figure 2; Algorithm 2): products are issued
     asynchronously (``wgmma`` with ``is_async=True``) and waited for only when needed.
 
+How a hand-over is signalled is a fourth switch, ``NAMED``. Gluon's ``mbarrier.arrive`` is one
+thread's signal, so the compiler first synchronises the whole warpgroup with a ``bar.sync``:
+three such waits per key tile and consumer. With NAMED the ping-pong token and the K/V slots'
+releases use the SM's named barriers (``bar.arrive`` / ``bar.sync``, counted per warp; see
+``_named``), as FlashAttention-3's own code does for its token (hopper/named_barrier.hpp in
+Dao-AILab/flash-attention reserves WarpSchedulerWG1-3).
+
 A work item is 64 query rows of one head per consumer warpgroup: 128 rows with two consumers,
 192 with three (``NUM_CONSUMERS``; FlashAttention-3 uses three at d = 64). The grid is either
 one program per item or, with WARP_SPEC, persistent: one program per SM that takes its items
@@ -41,7 +48,7 @@ Per consumer warpgroup, with the overlap (S = scores, P = probabilities, O = acc
         issue Sⱼ = Q Kⱼᵀ;  issue O += P Vⱼ₋₁       # both on the tensor cores, asynchronously
         wait for Sⱼ;  (m, l, P', α) = softmax(Sⱼ)   # special-function units, meanwhile
         wait for O;   O = α · O;  P = P'
-    O += P V_{T-1};  O = O / l;  lse = m + log l
+    O += P V_{T-1};  O = O · (1 / l);  lse = m + log l
 
 Exponentials are base 2 with the scale folded in (``qk_scale = scale · log2 e``, one fused
 multiply-add per score). Tiles move through 3-d TMA descriptors over (B·H, N, d), so rows past

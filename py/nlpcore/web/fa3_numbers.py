@@ -8,7 +8,8 @@ records rewrites the sentences with them:
 - ``fa3_ablation``: what turning each of FlashAttention-3's techniques off does to our kernel's
   forward, read from ``bench/results/fa3_h200.json`` through ``claims.fa3_key`` at the rows
   ``claims.FA3_ABLATION_ROWS``; one clause per technique, the largest cost first, split by head
-  dimension where the sign differs between them;
+  dimension where the sign differs between them, and last the hand-overs on mbarriers against named
+  barriers (``claims.FA3_HANDOVER``);
 - ``fa3_standing``: the default launch (``claims.FA3_DEFAULT_LAUNCH``) against cuDNN on
   ``claims.FA3_STANDING_ROWS`` of ``claims.FA3_STANDING`` (the fa3 column of ``bench/results/triton_h200.json``): at or above it,
   within :data:`CLOSE`, and further behind, with the shapes and ratios.
@@ -79,7 +80,25 @@ def ablation_text(record: dict) -> str:
         text = "turning off %s%s %s" % (name, " (which also turns off %s)" % " and ".join(also) if also else "", what)
         clauses.append((-sum(r for _, r in rows) / len(rows), text))  # mean off/full: lowest = largest cost
     clauses.sort(key=lambda c: -c[0])
-    return "; ".join(text for _, text in clauses)
+    return "; ".join([text for _, text in clauses] + handover_text(record))
+
+
+def handover_text(record: dict) -> List[str]:
+    """The clause for the hand-overs (``claims.FA3_HANDOVER``: mbarriers against named barriers, both with
+    all three techniques on), or none in a record without those two variants."""
+    named, mbarrier = claims.FA3_HANDOVER
+    if not {named, mbarrier} <= set(record["variants"]):
+        return []
+    tf = lambda s, v: claims.resolve(record, claims.fa3_key(*s, v))  # noqa: E731
+    rows = [(s, tf(s, mbarrier) / tf(s, named)) for s in claims.FA3_ABLATION_ROWS]
+    # "full" is the shape's own launch, which signals one of the two ways: the same launch timed twice
+    # in one run, so their difference is the run's spread.
+    by_shape = {(r["d"], r["n"], r["causal"]): r for r in record["rows"]}
+    spread = [abs(tf(s, "full") / tf(s, named if by_shape[s]["variant"]["named"] else mbarrier) - 1)
+              for s in claims.FA3_ABLATION_ROWS if "named" in by_shape[s].get("variant", {})]
+    same = (" (the same launch timed twice in this run, as \u201call three\u201d and as one of these two, "
+            "differs by up to %s%%)" % _pct(100 * max(spread))) if spread else ""
+    return ["handing over through mbarriers instead of named barriers " + effect(rows) + same]
 
 
 def _shapes(shapes: Sequence[Shape], ratios: Optional[Dict[Shape, float]] = None) -> str:
@@ -122,4 +141,4 @@ def page_numbers(ablation: Any = None, standing: Any = None) -> Dict[str, str]:
             "fa3_standing": "not recorded" if standing is None else standing_text(standing)}
 
 
-__all__ = ["ablation_text", "effect", "page_numbers", "standing_text"]
+__all__ = ["ablation_text", "effect", "handover_text", "page_numbers", "standing_text"]
