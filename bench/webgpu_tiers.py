@@ -610,7 +610,10 @@ def summary(record: dict) -> str:
     text = common.table(["tier", "engine", "d", "mask", "TFLOP/s", "rel L1", "valid"], sorted(rows, key=str))
     acc = [[a["tier"], a["engine"], a["d"], a["inputs"], "{:.2e}".format(a["rel_l1"]), "{:.4f}".format(a["cos_min"])]
            for a in record.get("accuracy", []) if "rel_l1" in a]
-    return text + "\n\n" + common.table(["tier", "engine", "d", "inputs", "rel L1", "worst row cosine"], acc)
+    text += "\n\n" + common.table(["tier", "engine", "d", "inputs", "rel L1", "worst row cosine"], acc)
+    probes = [[v["tier"], v["engine"], v.get("key", ""), round(v["tflops"], 2), v.get("valid"), v.get("source", "")]
+              for v in record.get("variants", []) if v.get("tflops")]
+    return text + "\n\n" + common.table(["variant of", "engine", "key", "TFLOP/s", "valid", "from"], probes)
 
 
 def merge(tiers: dict, into: dict) -> dict:
@@ -627,10 +630,28 @@ def merge(tiers: dict, into: dict) -> dict:
     return out
 
 
+def fold_variants(probe: dict, into: dict, source: str) -> dict:
+    """``into`` (the recorded webgpu_h200.json) with the ``variants`` rows of ``probe`` (a record of
+    :func:`run`, e.g. ``h200_tiers.sh probe``) added, each marked ``source``; a row of the same
+    engine and key already there is replaced. ``tier_targets`` is recomputed from ``into``'s own
+    tier rows, so an edited :data:`TIER_LIMITS` reaches the record; the tier rows stay as they are."""
+    new = [dict(v, source=source) for v in probe.get("variants", []) if v.get("key")]
+    fresh = {(v["engine"], v["key"]) for v in new}
+    out = dict(into)
+    out["variants"] = [v for v in into.get("variants", []) if (v.get("engine"), v.get("key")) not in fresh] + new
+    out["tier_targets"] = tier_targets(out["engines"])
+    return out
+
+
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1] == "--merge":  # webgpu_tiers.py --merge NEW.json RECORD.json: RECORD updated in place
+    if sys.argv[1] == "--fold-variants":  # webgpu_tiers.py --fold-variants PROBE.json RECORD.json
+        record = fold_variants(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8")),
+                               json.loads(Path(sys.argv[3]).read_text(encoding="utf-8")),
+                               "bench/results/" + Path(sys.argv[2]).name)
+        print("wrote", common.write_result(Path(sys.argv[3]), record))
+    elif sys.argv[1] == "--merge":  # webgpu_tiers.py --merge NEW.json RECORD.json: RECORD updated in place
         record = merge(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8")),
                        json.loads(Path(sys.argv[3]).read_text(encoding="utf-8")))
         print("wrote", common.write_result(Path(sys.argv[3]), record))

@@ -126,6 +126,27 @@ def test_the_bench_times_every_variant_at_its_tier():
         webgpu_tiers.select_variants("pair,quad")
 
 
+def test_probe_variants_fold_into_the_record():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import webgpu_tiers
+    finally:
+        sys.path.remove(str(BENCH))
+    tier_row = {"tier": "portable", "n": 16384, "heads": 16, "d": 64, "causal": False, "kernel": "tiled",
+                "valid": True, "tflops": 20.0, "rel_l1": 1e-7}
+    record = {"engines": [{"engine": "wgpu-py", "run": "tiers", "rows": [tier_row]}],
+              "variants": [{"engine": "dawn", "tier": "int8", "variant": "old, no key", "tflops": 9.0},
+                           {"engine": "dawn", "key": "pair", "tier": "subgroup", "tflops": 1.0}]}
+    probe = {"variants": [{"engine": "dawn", "key": "pair", "tier": "subgroup", "tflops": 31.0},
+                          {"engine": "wgpu-py", "key": "lean", "tier": "portable", "tflops": 22.0}]}
+    out = webgpu_tiers.fold_variants(probe, record, "bench/results/probe.json")
+    assert [(v.get("key"), v["tflops"], v.get("source")) for v in out["variants"]] == [
+        (None, 9.0, None), ("pair", 31.0, "bench/results/probe.json"), ("lean", 22.0, "bench/results/probe.json")]
+    portable = [t for t in out["tier_targets"] if t["name"].startswith("portable tier")][0]
+    assert portable["measured"] == 20.0 and record["variants"][1]["tflops"] == 1.0  # tier rows, input untouched
+    assert "pair" in webgpu_tiers.summary(dict(out, accuracy=[], sdpa=[]))
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_variant_shaders_compose_from_marked_regions(name):
     raw, text = shaders.raw(variants.VARIANTS[name].shader), shaders.text(variants.VARIANTS[name].shader)
