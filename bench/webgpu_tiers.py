@@ -274,6 +274,8 @@ VARIANTS = (
      {SHADER_VARIANT: "lean"}, False),
     ("half", "subgroup", "half: one row per two invocations, half the registers each (more warps), lean bookkeeping",
      {SHADER_VARIANT: "half"}, False),
+    ("half-br64", "subgroup", "half with br=64: workgroups of 128 invocations, so more of them fit a multiprocessor",
+     {SHADER_VARIANT: "half", "br": 64}, False),
     ("pair", "subgroup", "pair: two rows an invocation, interleaved lanes (no bank conflicts), lean bookkeeping",
      {SHADER_VARIANT: "pair"}, False),
     ("pair-wg", "portable", "pair-wg: pair without subgroups, partials added through workgroup memory (8-key tiles)",
@@ -315,7 +317,8 @@ def variant_plan(tier, d, limits, subgroup_size, sizes):
     if sizes.get(SHADER_VARIANT):
         from nlpcore.kernels import flash_wgsl_variants
 
-        return flash_wgsl_variants.plan(sizes[SHADER_VARIANT], d)
+        return flash_wgsl_variants.plan(sizes[SHADER_VARIANT], d,
+                                        **{key: value for key, value in sizes.items() if key != SHADER_VARIANT})
     if sizes.get(STAGED):
         sizes = {key: value for key, value in sizes.items() if key != STAGED}
         return tiling.plan_int8_staged(d, storage, subgroup_size=subgroup_size, **sizes)

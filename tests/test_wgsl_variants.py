@@ -115,11 +115,17 @@ def test_the_bench_times_every_variant_at_its_tier():
         import webgpu_tiers
     finally:
         sys.path.remove(str(BENCH))
-    rows = {row[0]: row for row in webgpu_tiers.VARIANTS if webgpu_tiers.SHADER_VARIANT in row[3]}
-    assert sorted(rows) == NAMES
-    for name, (_, tier, what, sizes, main_only) in rows.items():
-        assert tier == variants.VARIANTS[name].tier and sizes == {webgpu_tiers.SHADER_VARIANT: name}, name
-        assert what.startswith(name + ":") and main_only is False
+    rows = [row for row in webgpu_tiers.VARIANTS if webgpu_tiers.SHADER_VARIANT in row[3]]
+    assert sorted({row[3][webgpu_tiers.SHADER_VARIANT] for row in rows}) == NAMES
+    for key, tier, what, sizes, main_only in rows:
+        name = sizes[webgpu_tiers.SHADER_VARIANT]
+        assert tier == variants.VARIANTS[name].tier and key.startswith(name) and main_only is False, key
+        plan = webgpu_tiers.variant_plan(tier, 64, {}, 32, sizes)
+        assert plan == variants.plan(name, 64, **{k: v for k, v in sizes.items() if k in ("br", "bc")}), key
+        if key == name:
+            assert what.startswith(name + ":") and sizes == {webgpu_tiers.SHADER_VARIANT: name}
+    half64 = [row[3] for row in rows if row[0] == "half-br64"][0]
+    assert webgpu_tiers.variant_plan("subgroup", 64, {}, 32, half64).workgroup_size == 128
     assert [row[0] for row in webgpu_tiers.select_variants("pair,lean")] == ["lean", "pair"]
     assert webgpu_tiers.select_variants() == webgpu_tiers.select_variants("all") == webgpu_tiers.VARIANTS
     with pytest.raises(ValueError, match="unknown quad"):
