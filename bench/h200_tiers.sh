@@ -2,8 +2,11 @@
 # The WGSL tiers on the H200, both engines (bench/README.md, "WGSL tiers on the H200"). Run from a
 # folder holding py/, bench/ and wgsl/, with the carried .gl/ (Vulkan loader), .whl/ (wgpu) and
 # DAWN (node.xz, dawn.node.xz) given as $GL, $WHL, $DAWN. Usage: h200_tiers.sh probe|full OUTDIR
-# (probe: N = 16384, 16 heads, d = $DS (64) only, with the variants and $ACCURACY (e.g. --accuracy);
-# full: the recorded grid)
+# (probe: N = 16384, 16 heads, d = $DS (64) only, causal $CAUSAL (no,yes), with the variants
+# ($VARIANTS: keys of webgpu_tiers.VARIANTS, default all) and $ACCURACY (e.g. --accuracy);
+# full: the recorded grid). $TESTS (pytest arguments, e.g. tests/test_wgsl_variants.py) runs
+# those tests first on the H200's adapters (wgpu-py, and Dawn for tests that take $DAWN_NODE),
+# output in OUTDIR/pytest.txt.
 set -u
 mode=$1; out=$2
 for f in $GL/*.deb; do dpkg -x $f /; done; ldconfig
@@ -17,10 +20,15 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active,utilization.gpu \
   --format=csv -lms 200 > $out/clocks.csv 2>&1 &
 common="--node /tmp/dawn/node --dawn-node /tmp/dawn/dawn.node"
+if [ -n "${TESTS:-}" ]; then
+  DAWN_NODE=/tmp/dawn/dawn.node NODE=/tmp/dawn/node PYTHONPATH=py:${ROOT:-.} timeout 120 \
+    python3 -m pytest -q -rs -p no:cacheprovider $TESTS > $out/pytest.txt 2>&1
+  echo "pytest $TESTS: rc $? ($(tail -1 $out/pytest.txt))"
+fi
 if [ "$mode" = probe ]; then
   PYTHONPATH=py:${ROOT:-.} timeout 300 python3 bench/webgpu_attention.py --tiers ${TIERS:-portable,subgroup,f16,int8} \
-    --engines ${ENGINES:-dawn,wgpu-py} --d ${DS:-64} --heads 16 --sizes 16384 --causal no,yes --repeats ${REPEATS:-5} \
-    --tier-variants ${ACCURACY:-} $common --out $out/probe.json
+    --engines ${ENGINES:-dawn,wgpu-py} --d ${DS:-64} --heads 16 --sizes 16384 --causal ${CAUSAL:-no,yes} --repeats ${REPEATS:-5} \
+    --tier-variants${VARIANTS:+=$VARIANTS} ${ACCURACY:-} $common --out $out/probe.json
 else
   PYTHONPATH=py:${ROOT:-.} timeout 560 python3 bench/webgpu_attention.py --tiers ${TIERS:-portable,subgroup,f16,int8} \
     --engines ${ENGINES:-dawn,wgpu-py} --d 64,128 --heads 1,16 --sizes ${SIZES:-1024,2048,4096,8192,16384} \

@@ -189,7 +189,8 @@ class WgpuRunner:
         usage = {"uniform": wgpu.BufferUsage.UNIFORM,
                  "read-only-storage": wgpu.BufferUsage.STORAGE,
                  "storage": wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC}
-        module = dev.create_shader_module(code=flash_wgpu.naga_source(flash_wgpu.shader_source(spec["shader"])))
+        code = spec.get("code") or flash_wgpu.shader_source(spec["shader"])  # a variant carries its text
+        module = dev.create_shader_module(code=flash_wgpu.naga_source(code))
         layout = dev.create_bind_group_layout(entries=[
             {"binding": b["binding"], "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": b["type"]}}
             for b in spec["bindings"]])
@@ -499,8 +500,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dist", default=None, help="built site for the chromium engine (default: build one)")
     parser.add_argument("--tiers", default="",
                         help="measure the tiled kernel's tiers instead (portable,subgroup,f16,int8; webgpu_tiers.py)")
-    parser.add_argument("--tier-variants", action="store_true",
-                        help="with --tiers: also time webgpu_tiers.VARIANTS (other tiles, int8 main pass alone)")
+    parser.add_argument("--tier-variants", nargs="?", const="all", default=None, metavar="KEYS",
+                        help="with --tiers: also time webgpu_tiers.VARIANTS (other tiles, int8 main pass alone, "
+                             "other shaders); =KEY,KEY for some of them")
     parser.add_argument("--d", default="64", help="head dims for --tiers, e.g. 64,128")
     parser.add_argument("--causal", default="no", help="for --tiers: no, yes or no,yes")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per row for --tiers")

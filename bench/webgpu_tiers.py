@@ -248,25 +248,47 @@ S and P·V on subgroup matrices, each key tile's K8 and V8 staged in workgroup m
 tiling.plan_int8_staged; a variant (``variants`` and, with ``--accuracy``, ``accuracy`` rows with
 ``variant: "staged"``), never the tier's rows."""
 
+SHADER_VARIANT = "variant"
+"""A key of ``sizes`` in :data:`VARIANTS`: the row times that shader of
+nlpcore.kernels.flash_wgsl_variants (issue 25's candidates beside the tiers: ``lean``, ``half``,
+``pair``, ``pair-wg``, ``pair-f16``), sized by its ``plan`` and checked at its tier's bar."""
+
 VARIANTS = (
-    ("int8", "plan_for's plan, end to end (beside the staged variant)", {}, False),
-    ("int8", "staged: S and P·V on subgroup matrices, K8/V8 staged in workgroup memory, end to end",
+    ("int8", "int8", "plan_for's plan, end to end (beside the staged variant)", {}, False),
+    ("int8-staged", "int8", "staged: S and P·V on subgroup matrices, K8/V8 staged in workgroup memory, end to end",
      {STAGED: True}, False),
-    ("int8", "plan_for's plan, main pass alone (the three quantisation passes left out of the time)", {}, True),
-    ("int8", "staged, main pass alone (its four quantisation passes left out of the time)", {STAGED: True}, True),
-    ("int8", "staged, main pass alone without its S block (timing only: where the time goes)", {STAGED: True},
-     "no S"),
-    ("int8", "staged, main pass alone without its P·V block (timing only: where the time goes)", {STAGED: True},
-     "no PV"),
-    ("int8", "br=64, bc=32 (twice the keys per tile, half the rows)", {"br": 64, "bc": 32}, False),
-    ("f16", "bc=56 (the key tile float16 staging allows in 16384 bytes, past UNROLL_BLOCK)", {"bc": 56}, False),
-    ("portable", "bc=16", {"bc": 16}, False),
+    ("int8-main", "int8", "plan_for's plan, main pass alone (the three quantisation passes left out of the time)", {},
+     True),
+    ("int8-staged-main", "int8", "staged, main pass alone (its four quantisation passes left out of the time)",
+     {STAGED: True}, True),
+    ("int8-staged-no-s", "int8", "staged, main pass alone without its S block (timing only: where the time goes)",
+     {STAGED: True}, "no S"),
+    ("int8-staged-no-pv", "int8", "staged, main pass alone without its P·V block (timing only: where the time goes)",
+     {STAGED: True}, "no PV"),
+    ("int8-64x32", "int8", "br=64, bc=32 (twice the keys per tile, half the rows)", {"br": 64, "bc": 32}, False),
+    ("f16-bc56", "f16", "bc=56 (the key tile float16 staging allows in 16384 bytes, past UNROLL_BLOCK)", {"bc": 56},
+     False),
+    ("portable-bc16", "portable", "bc=16", {"bc": 16}, False),
+    # issue 25's candidate shaders (nlpcore.kernels.flash_wgsl_variants says what each asks)
+    ("lean", "portable", "lean: portable layout, masks only where needed, o rescaled only when a row's max moves",
+     {SHADER_VARIANT: "lean"}, False),
+    ("half", "subgroup", "half: one row per two invocations, half the registers each (more warps), lean bookkeeping",
+     {SHADER_VARIANT: "half"}, False),
+    ("half-br64", "subgroup", "half with br=64: workgroups of 128 invocations, so more of them fit a multiprocessor",
+     {SHADER_VARIANT: "half", "br": 64}, False),
+    ("pair", "subgroup", "pair: two rows an invocation, interleaved lanes (no bank conflicts), lean bookkeeping",
+     {SHADER_VARIANT: "pair"}, False),
+    ("pair-wg", "portable", "pair-wg: pair without subgroups, partials added through workgroup memory (8-key tiles)",
+     {SHADER_VARIANT: "pair-wg"}, False),
+    ("pair-f16", "f16", "pair-f16: pair on float16 data, widened to float32 once as it is staged",
+     {SHADER_VARIANT: "pair-f16"}, False),
 )
-"""Probes beside the plans (``--tier-variants``), at N = 16384, 16 heads, d = 64, no mask: what a
-different tile or leaving the quantisation out of the time would change; ``"no S"``/``"no PV"``
-time the staged main pass with one of its two subgroup-matrix blocks cut out of the shader text
-(wrong outputs, timing only). Recorded under ``variants``, never as the tier's rows
-(tiling.plan_for stays the one source of the sizes run)."""
+"""Probes beside the plans (``--tier-variants``, or ``--tier-variants=KEY,KEY`` for some of them by
+their first field), at N = 16384, 16 heads, d = 64, no mask: what a different tile, leaving the
+quantisation out of the time, or another shader (:data:`SHADER_VARIANT`) would change;
+``"no S"``/``"no PV"`` time the staged main pass with one of its two subgroup-matrix blocks cut
+out of the shader text (wrong outputs, timing only). Recorded under ``variants``, never as the
+tier's rows (tiling.plan_for stays the one source of the sizes run)."""
 
 
 def _cut(code: str, block: str) -> str:
@@ -292,6 +314,11 @@ def variant_plan(tier, d, limits, subgroup_size, sizes):
     storage = int(limits.get("maxComputeWorkgroupStorageSize", tiling.WEBGPU_DEFAULT_STORAGE))
     if not sizes:
         return tiling.plan_for(tier, d, limits=limits, subgroup_size=subgroup_size)
+    if sizes.get(SHADER_VARIANT):
+        from nlpcore.kernels import flash_wgsl_variants
+
+        return flash_wgsl_variants.plan(sizes[SHADER_VARIANT], d,
+                                        **{key: value for key, value in sizes.items() if key != SHADER_VARIANT})
     if sizes.get(STAGED):
         sizes = {key: value for key, value in sizes.items() if key != STAGED}
         return tiling.plan_int8_staged(d, storage, subgroup_size=subgroup_size, **sizes)
@@ -302,20 +329,38 @@ def variant_plan(tier, d, limits, subgroup_size, sizes):
     return tiling.plan(d, 4, tiling.WEBGPU_DEFAULT_STORAGE, tier=tier, **sizes)
 
 
-def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, d=64, repeats=5, log=print) -> list:
-    """Time :data:`VARIANTS` on this engine (those of tiers it offers); outputs checked as the rows
-    are, except a main-pass-alone timing (its quantised inputs are not recomputed)."""
-    from nlpcore.kernels import flash_wgsl_int8, flash_wgsl_int8pv, flash_wgsl_mirror
+def select_variants(keys=None) -> tuple:
+    """The rows of :data:`VARIANTS` whose keys (first field) are in the comma-separated ``keys``;
+    all of them for None or "all". ValueError names an unknown key and lists the known ones."""
+    if keys in (None, "", "all"):
+        return VARIANTS
+    wanted = [key for key in keys.split(",") if key]
+    known = [row[0] for row in VARIANTS]
+    unknown = [key for key in wanted if key not in known]
+    if unknown:
+        raise ValueError("--tier-variants: unknown {} (known: {})".format(", ".join(unknown), ", ".join(known)))
+    return tuple(row for row in VARIANTS if row[0] in wanted)
+
+
+def variants(engine, ops, offered, limits, subgroup_size, *, n=16384, heads=16, d=64, repeats=5, keys=None,
+             log=print) -> list:
+    """Time :data:`VARIANTS` (those :func:`select_variants` picks by ``keys``) on this engine,
+    those of tiers it offers; outputs checked as the rows are, except a main-pass-alone timing
+    (its quantised inputs are not recomputed)."""
+    from nlpcore.kernels import flash_wgsl_int8, flash_wgsl_int8pv, flash_wgsl_mirror, flash_wgsl_variants
 
     out = []
     q, k, v = inputs(n, heads, d)
-    for tier, what, sizes, main_only in VARIANTS:
+    for key, tier, what, sizes, main_only in select_variants(keys):
         if offered.get(tier):
             continue
-        row = {"engine": engine, "tier": tier, "variant": what, "n": n, "heads": heads, "d": d, "causal": False}
+        row = {"engine": engine, "tier": tier, "key": key, "variant": what, "n": n, "heads": heads, "d": d,
+               "causal": False}
         try:
             plan = variant_plan(tier, d, limits, subgroup_size, sizes)
-            if sizes.get(STAGED):
+            if sizes.get(SHADER_VARIANT):
+                spec = flash_wgsl_variants.dispatch_spec(q, k, v, variant=sizes[SHADER_VARIANT], plan=plan)
+            elif sizes.get(STAGED):
                 spec = flash_wgsl_int8pv.dispatch_spec(q, k, v, plan=plan)
             elif tier == "int8":
                 spec = flash_wgsl_int8.dispatch_spec(q, k, v, plan=plan)
@@ -464,8 +509,9 @@ def run(args, wgpu_runner, log=print) -> dict:
             raise ValueError("--engines: unknown engine {!r} (wgpu-py, dawn)".format(name))
         rows = measure(name, runner, offered, limits, sg, tiers=tiers, ds=ds, heads=heads, sizes=sizes,
                        causals=causals, repeats=args.repeats, log=log)
-        if getattr(args, "tier_variants", False):
-            record.setdefault("variants", []).extend(variants(name, runner, offered, limits, sg, log=log))
+        if getattr(args, "tier_variants", None):
+            record.setdefault("variants", []).extend(variants(name, runner, offered, limits, sg,
+                                                              keys=args.tier_variants, log=log))
         if args.accuracy:
             record["accuracy"] += accuracy(name, runner, offered, limits, sg, tiers=tiers, ds=ds, log=log)
         record["engines"].append({"engine": name, "run": "tiers", "adapter": adapter, "adapter_info": info,
@@ -567,7 +613,10 @@ def summary(record: dict) -> str:
     text = common.table(["tier", "engine", "d", "mask", "TFLOP/s", "rel L1", "valid"], sorted(rows, key=str))
     acc = [[a["tier"], a["engine"], a["d"], a["inputs"], "{:.2e}".format(a["rel_l1"]), "{:.4f}".format(a["cos_min"])]
            for a in record.get("accuracy", []) if "rel_l1" in a]
-    return text + "\n\n" + common.table(["tier", "engine", "d", "inputs", "rel L1", "worst row cosine"], acc)
+    text += "\n\n" + common.table(["tier", "engine", "d", "inputs", "rel L1", "worst row cosine"], acc)
+    probes = [[v["tier"], v["engine"], v.get("key", ""), round(v["tflops"], 2), v.get("valid"), v.get("source", "")]
+              for v in record.get("variants", []) if v.get("tflops")]
+    return text + "\n\n" + common.table(["variant of", "engine", "key", "TFLOP/s", "valid", "from"], probes)
 
 
 def merge(tiers: dict, into: dict) -> dict:
@@ -584,10 +633,28 @@ def merge(tiers: dict, into: dict) -> dict:
     return out
 
 
+def fold_variants(probe: dict, into: dict, source: str) -> dict:
+    """``into`` (the recorded webgpu_h200.json) with the ``variants`` rows of ``probe`` (a record of
+    :func:`run`, e.g. ``h200_tiers.sh probe``) added, each marked ``source``; a row of the same
+    engine and key already there is replaced. ``tier_targets`` is recomputed from ``into``'s own
+    tier rows, so an edited :data:`TIER_LIMITS` reaches the record; the tier rows stay as they are."""
+    new = [dict(v, source=source) for v in probe.get("variants", []) if v.get("key")]
+    fresh = {(v["engine"], v["key"]) for v in new}
+    out = dict(into)
+    out["variants"] = [v for v in into.get("variants", []) if (v.get("engine"), v.get("key")) not in fresh] + new
+    out["tier_targets"] = tier_targets(out["engines"])
+    return out
+
+
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1] == "--merge":  # webgpu_tiers.py --merge NEW.json RECORD.json: RECORD updated in place
+    if sys.argv[1] == "--fold-variants":  # webgpu_tiers.py --fold-variants PROBE.json RECORD.json
+        record = fold_variants(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8")),
+                               json.loads(Path(sys.argv[3]).read_text(encoding="utf-8")),
+                               "bench/results/" + Path(sys.argv[2]).name)
+        print("wrote", common.write_result(Path(sys.argv[3]), record))
+    elif sys.argv[1] == "--merge":  # webgpu_tiers.py --merge NEW.json RECORD.json: RECORD updated in place
         record = merge(json.loads(Path(sys.argv[2]).read_text(encoding="utf-8")),
                        json.loads(Path(sys.argv[3]).read_text(encoding="utf-8")))
         print("wrote", common.write_result(Path(sys.argv[3]), record))

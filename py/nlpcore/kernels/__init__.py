@@ -24,7 +24,8 @@ BROWSER_LAYERS = (
     ("_checks", "dropout"),  # input checks; the keep-mask hash
     ("io_model", "online_softmax", "reference", "tiling"),  # HBM traffic; the monoid; the oracle; the tile plan
     ("flash_wgsl_mirror", "trace"),  # the shader's NumPy twin; counted tile moves
-    ("flash_np", "flash_wgpu", "flash_wgsl_int8"),  # tiled attention; the shader via wgpu-py; the int8 shader's twin
+    # tiled attention; the shader via wgpu-py; the int8 shader's twin; the benchmark variants' twins (experiments)
+    ("flash_np", "flash_wgpu", "flash_wgsl_int8", "flash_wgsl_variants"),
     ("split_k", "flash_wgsl_int8pv"),  # split-K decoding: flash_np's partials merged by the monoid; the staged int8 variant's twin (an experiment)
     ("ring",),  # ring attention over split_k's partials
 )

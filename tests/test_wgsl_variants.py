@@ -1,0 +1,303 @@
+"""The benchmark variants of the tiled WGSL kernel (nlpcore.kernels.flash_wgsl_variants: ``lean``,
+``half``, ``pair``, ``pair-wg``, ``pair-f16``; timed on the H200 by bench/webgpu_tiers.py
+--tier-variants).
+
+- plans: every variant within WebGPU's default 16384 bytes, what each refuses;
+- mirrors against float64 (float32 variants at tests/test_wgsl_tiers.py's bar; pair-f16 at
+  flash-attention's same-precision bar, at most twice a plain float16 attention's error);
+- the shaders on lavapipe through wgpu-py against their mirrors: ragged tiles, causal (with
+  plans small enough that some key tiles take the unmasked path and others the masked one),
+  masks, fully masked rows, Nq != Nk, batch and heads, d = 40, 64 and 128;
+- two planted bugs the comparison must catch (l not rescaled when o is; every tile taken as
+  unmasked);
+- Dawn (Tint) through Node, when $DAWN_NODE names npm webgpu 0.6.2's dawn.node (run with
+  VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json without a GPU; SwiftShader has
+  subgroups of 4 but no shader-f16, so pair-f16 is skipped there); tests/browser/
+  test_wgsl_variants_browser.py runs the same in Chromium.
+
+Tolerances (as tests/test_wgsl_tiers.py): mirror vs float64 1e-6 × max(1, |o|); shader vs mirror
+1e-5 × max |o| (float32) or one float16 ulp of max |o| (float16 output).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlpcore import shaders
+from nlpcore.kernels import flash_wgsl_mirror as mirror
+from nlpcore.kernels import flash_wgsl_variants as variants
+from nlpcore.kernels import tiling
+from test_wgsl_tiers import CASES, close, make, plain_f16, ref
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+NAMES = sorted(variants.VARIANTS)
+F32 = [name for name in NAMES if variants.VARIANTS[name].data == "f32"]
+
+SMALL = [  # batch, Nq, Nk, d, causal, mask kind, plan sizes: several query tiles, full and masked key tiles
+    ((), 150, 150, 64, True, None, {"br": 16, "bc": 8}),
+    ((2,), 100, 77, 128, True, None, {"br": 8, "bc": 4}),
+    ((), 64, 96, 64, False, None, {"br": 16, "bc": 8}),  # every key tile full: only the unmasked path
+    ((2,), 40, 57, 32, True, "full", {"br": 8, "bc": 8}),
+    ((), 50, 60, 64, True, None, {"br": 6, "bc": 8}),  # a tile ending at key q0 + 1 (rows 6.., keys 0..7)
+]
+
+
+def all_cases():
+    return [c + ({},) for c in CASES] + SMALL
+
+
+def case_id(case):
+    batch, n_q, n_k, d, causal, mask_kind, sizes = case
+    return "{}x{}x{}-d{}{}{}{}".format("x".join(map(str, batch)) or "1", n_q, n_k, d, "-causal" if causal else "",
+                                       "-" + mask_kind if mask_kind else "",
+                                       "-" + "-".join("{}{}".format(k, v) for k, v in sizes.items()) if sizes else "")
+
+
+def full_tiles(plan, n_q, n_k, causal, masked):
+    """(unmasked, masked) key tiles the variants' shaders visit over all query tiles (their ``full``)."""
+    counts = [0, 0]
+    for q0 in range(0, n_q, plan.br):
+        rows = min(plan.br, n_q - q0)
+        t_c = -(-n_k // plan.bc)
+        for j in range(min(t_c, -(-(q0 + rows) // plan.bc)) if causal else t_c):
+            k0 = j * plan.bc
+            full = not masked and min(plan.bc, n_k - k0) == plan.bc and (not causal or k0 + plan.bc <= q0 + 1)
+            counts[0 if full else 1] += 1
+    return tuple(counts)
+
+
+# --- plans ----------------------------------------------------------------------------------------
+
+def test_variant_plans_fit_webgpu_defaults():
+    for name in NAMES:
+        for d in (32, 40, 64, 128):
+            p = variants.plan(name, d)
+            assert p.bytes_used <= tiling.WEBGPU_DEFAULT_STORAGE and p.workgroup_size <= 256, (name, d, p)
+            assert p.bc % 4 == 0 and p.bc <= tiling.UNROLL_BLOCK and p.br % variants.VARIANTS[name].rows == 0
+    wg = variants.plan("pair-wg", 64)
+    assert (wg.br, wg.bc, wg.spart, wg.bytes_used) == (128, 8, 512, 12288)  # tiles 2·2048 + s_part 8192
+    assert wg.constants()["SPART"] == 512 and "SPART" not in variants.plan("pair", 64).constants()
+    assert variants.plan("lean", 64) == tiling.plan_for("portable", 64)  # the portable tier's plan
+    assert variants.plan("pair", 64) == tiling.plan_for("subgroup", 64)
+
+
+def test_variant_plans_refuse_what_their_shaders_cannot_do():
+    with pytest.raises(ValueError, match="variant must be one of"):
+        variants.plan("quad", 64)
+    with pytest.raises(ValueError, match="br must be even"):
+        variants.plan("pair", 64, br=7)
+    with pytest.raises(ValueError, match="br must be even"):
+        variants.plan("pair-wg", 64, br=9)
+    with pytest.raises(ValueError, match="subgroups may have only 2"):
+        variants.plan("pair", 128, subgroup_min=2)  # 2·KS = 4 lanes a row pair
+    variants.plan("pair-wg", 128, subgroup_min=2)  # adds through workgroup memory: no subgroup needed
+    with pytest.raises(ValueError, match="no pair-wg plan fits"):
+        variants.plan("pair-wg", 64, bc=28)
+    q, k, v, _ = make(0, (), 8, 8, 64, None)
+    with pytest.raises(ValueError, match="flash_wgsl_variants.plan"):
+        variants.forward(q, k, v, variant="pair", plan=variants.plan("lean", 64))
+    with pytest.raises(ValueError, match="flash_wgsl_variants.plan"):
+        variants.forward(q, k, v, variant="half", plan=variants.plan("pair", 64))  # half the invocations
+    assert variants.plan("half", 64).workgroup_size == 256 and variants.plan("half", 128).workgroup_size == 256
+    with pytest.raises(ValueError, match="over WebGPU's default of 256"):
+        variants.plan("half", 64, br=256)
+
+
+def test_the_bench_times_every_variant_at_its_tier():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import webgpu_tiers
+    finally:
+        sys.path.remove(str(BENCH))
+    rows = [row for row in webgpu_tiers.VARIANTS if webgpu_tiers.SHADER_VARIANT in row[3]]
+    assert sorted({row[3][webgpu_tiers.SHADER_VARIANT] for row in rows}) == NAMES
+    for key, tier, what, sizes, main_only in rows:
+        name = sizes[webgpu_tiers.SHADER_VARIANT]
+        assert tier == variants.VARIANTS[name].tier and key.startswith(name) and main_only is False, key
+        plan = webgpu_tiers.variant_plan(tier, 64, {}, 32, sizes)
+        assert plan == variants.plan(name, 64, **{k: v for k, v in sizes.items() if k in ("br", "bc")}), key
+        if key == name:
+            assert what.startswith(name + ":") and sizes == {webgpu_tiers.SHADER_VARIANT: name}
+    half64 = [row[3] for row in rows if row[0] == "half-br64"][0]
+    assert webgpu_tiers.variant_plan("subgroup", 64, {}, 32, half64).workgroup_size == 128
+    assert [row[0] for row in webgpu_tiers.select_variants("pair,lean")] == ["lean", "pair"]
+    assert webgpu_tiers.select_variants() == webgpu_tiers.select_variants("all") == webgpu_tiers.VARIANTS
+    with pytest.raises(ValueError, match="unknown quad"):
+        webgpu_tiers.select_variants("pair,quad")
+
+
+def test_probe_variants_fold_into_the_record():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import webgpu_tiers
+    finally:
+        sys.path.remove(str(BENCH))
+    tier_row = {"tier": "portable", "n": 16384, "heads": 16, "d": 64, "causal": False, "kernel": "tiled",
+                "valid": True, "tflops": 20.0, "rel_l1": 1e-7}
+    record = {"engines": [{"engine": "wgpu-py", "run": "tiers", "rows": [tier_row]}],
+              "variants": [{"engine": "dawn", "tier": "int8", "variant": "old, no key", "tflops": 9.0},
+                           {"engine": "dawn", "key": "pair", "tier": "subgroup", "tflops": 1.0}]}
+    probe = {"variants": [{"engine": "dawn", "key": "pair", "tier": "subgroup", "tflops": 31.0},
+                          {"engine": "wgpu-py", "key": "lean", "tier": "portable", "tflops": 22.0}]}
+    out = webgpu_tiers.fold_variants(probe, record, "bench/results/probe.json")
+    assert [(v.get("key"), v["tflops"], v.get("source")) for v in out["variants"]] == [
+        (None, 9.0, None), ("pair", 31.0, "bench/results/probe.json"), ("lean", 22.0, "bench/results/probe.json")]
+    portable = [t for t in out["tier_targets"] if t["name"].startswith("portable tier")][0]
+    assert portable["measured"] == 20.0 and record["variants"][1]["tflops"] == 1.0  # tier rows, input untouched
+    assert "pair" in webgpu_tiers.summary(dict(out, accuracy=[], sdpa=[]))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_variant_shaders_compose_from_marked_regions(name):
+    raw, text = shaders.raw(variants.VARIANTS[name].shader), shaders.text(variants.VARIANTS[name].shader)
+    includes = [line for line in raw.split("\n") if shaders.INCLUDE.match(line)]
+    assert includes and not any(shaders.INCLUDE.match(line) for line in text.split("\n"))
+    for line in includes:
+        other, part = shaders.INCLUDE.match(line).groups()
+        assert shaders.region(shaders.text(other), part) in text, (name, other, part)
+    assert ("enable subgroups;" in text.split("\n")) == ("subgroups" in variants.VARIANTS[name].features)
+    assert ("enable f16;" in text.split("\n")) == ("shader-f16" in variants.VARIANTS[name].features)
+
+
+# --- mirrors --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", F32)
+@pytest.mark.parametrize("case", all_cases(), ids=case_id)
+def test_variant_mirror_matches_reference(name, case):
+    batch, n_q, n_k, d, causal, mask_kind, sizes = case
+    q, k, v, mask = make(0, batch, n_q, n_k, d, mask_kind)
+    o, lse = variants.forward(q, k, v, causal=causal, mask=mask, variant=name, plan=variants.plan(name, d, **sizes))
+    want = ref(q, k, v, causal, mask)
+    close(o, want[0], 1e-6 * max(1.0, float(np.abs(want[0]).max())), "o " + name)
+    close(lse, want[1], 2e-6 * max(1.0, float(np.abs(want[1][np.isfinite(want[1])]).max(initial=1))), "lse " + name)
+
+
+@pytest.mark.parametrize("case", all_cases(), ids=case_id)
+def test_f16_variant_meets_the_same_precision_bar(case):
+    batch, n_q, n_k, d, causal, mask_kind, sizes = case
+    q, k, v, mask = make(1, batch, n_q, n_k, d, mask_kind)
+    o, lse = variants.forward(q, k, v, causal=causal, mask=mask, variant="pair-f16",
+                              plan=variants.plan("pair-f16", d, **sizes))
+    assert o.dtype == np.float16
+    want_o, _ = ref(q, k, v, causal, mask)
+    ours = float(np.abs(o.astype(np.float64) - want_o).max())
+    plain = float(np.abs(plain_f16(q, k, v, causal, mask).astype(np.float64) - want_o).max())
+    assert ours <= 2 * plain + 1e-7, "pair-f16 max|Δo| {:.3g} > 2 × plain float16 {:.3g}".format(ours, plain)
+    rounded = ref(*(x.astype(np.float16).astype(np.float32) for x in (q, k, v)), causal, mask)
+    close(lse, rounded[1], 1e-5 * max(1.0, float(np.abs(rounded[1][np.isfinite(rounded[1])]).max(initial=1))),
+          "lse (float32 from float16 inputs)")
+    tier = mirror.forward(q, k, v, causal=causal, mask=mask, tier="f16")  # the f16 tier computes the same
+    close(o, tier[0], 2.0 ** -10 * (float(np.abs(tier[0]).max()) or 1.0), "pair-f16 vs the f16 tier's mirror")
+
+
+def test_the_small_plans_take_both_paths():
+    """The SMALL cases visit key tiles of both kinds (the shaders' ``full`` branch), where a
+    default plan with Br = 128 rows and one query tile never has an unmasked causal tile."""
+    kinds = [full_tiles(variants.plan("pair", c[3], **c[6]), c[1], c[2], c[4], c[5] is not None) for c in SMALL]
+    assert kinds[0][0] > 0 and kinds[0][1] > 0 and kinds[1][0] > 0 and kinds[1][1] > 0
+    assert kinds[2] == (4 * 12, 0) and kinds[3][0] == 0  # all unmasked; a mask makes every tile masked
+    assert full_tiles(variants.plan("pair", 64), 70, 45, True, False)[0] == 0
+
+
+# --- the shaders on lavapipe ----------------------------------------------------------------------
+
+def run_variant(name, q, k, v, causal, mask, plan, code=None):
+    from nlpcore.kernels import flash_wgpu
+
+    missing = [f for f in variants.VARIANTS[name].features
+               if flash_wgpu.WGPU_FEATURE_NAMES.get(f, f) not in flash_wgpu.device().features]
+    if missing:
+        pytest.skip("this wgpu adapter lacks {} (lavapipe has both)".format(", ".join(missing)))
+    spec = variants.dispatch_spec(q, k, v, causal=causal, mask=mask, variant=name, plan=plan)
+    if code is not None:
+        spec["code"] = code
+    return mirror.decode_outputs(spec, flash_wgpu.run_spec(spec))
+
+
+def shader_bar(name, want_o):
+    scale = float(np.abs(want_o).max()) or 1.0
+    return scale * (2.0 ** -10 if variants.VARIANTS[name].data == "f16" else 1e-5)
+
+
+def lse_bar(want_lse):
+    return 1e-5 * max(1.0, float(np.abs(want_lse[np.isfinite(want_lse)]).max(initial=1)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("case", all_cases(), ids=case_id)
+def test_variant_shader_matches_mirror(wgpu_device, name, case):
+    batch, n_q, n_k, d, causal, mask_kind, sizes = case
+    q, k, v, mask = make(4, batch, n_q, n_k, d, mask_kind)
+    plan = variants.plan(name, d, **sizes)
+    got = run_variant(name, q, k, v, causal, mask, plan)
+    want = variants.forward(q, k, v, causal=causal, mask=mask, variant=name, plan=plan)
+    close(got[0], want[0], shader_bar(name, want[0]), "o " + name)
+    close(got[1], want[1], lse_bar(want[1]), "lse " + name)
+
+
+PLANTED = {  # a wrong line in each variant's text, and a case where it must show
+    "l not rescaled with o": (lambda text: text.replace("l_a = alpha * l_a;", ""),
+                              ((), 37, 53, 64, False, None, {})),
+    "every tile unmasked": (lambda text: text.replace("let full = ", "let full = true; let full_as_written = "),
+                            ((2,), 70, 45, 64, True, None, {})),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_bugs_are_caught(wgpu_device, bug):
+    plant, (batch, n_q, n_k, d, causal, mask_kind, sizes) = PLANTED[bug]
+    q, k, v, mask = make(4, batch, n_q, n_k, d, mask_kind)
+    plan = variants.plan("pair", d, **sizes)
+    text = shaders.text("flash_fwd_pair.wgsl")
+    assert plant(text) != text, "the planted line is no longer in the shader"
+    got = run_variant("pair", q, k, v, causal, mask, plan, code=plant(text))
+    want = variants.forward(q, k, v, causal=causal, mask=mask, variant="pair", plan=plan)
+    with pytest.raises(AssertionError):
+        close(got[0], want[0], shader_bar("pair", want[0]), "o")
+
+
+# --- Dawn (Tint) through Node ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dawn():
+    dawn_node = os.environ.get("DAWN_NODE", "")
+    node = os.environ.get("NODE", shutil.which("node") or "")
+    if not dawn_node or not Path(dawn_node).is_file() or not node:
+        pytest.skip("Dawn through Node needs $DAWN_NODE, the dawn.node of npm's webgpu 0.6.2 (bench/README.md, "
+                    "'Dawn without a GPU'), and node on PATH or $NODE")
+    sys.path.insert(0, str(BENCH))
+    try:
+        import webgpu_tiers
+    finally:
+        sys.path.remove(str(BENCH))
+    runner = webgpu_tiers.DawnRunner(node, dawn_node)
+    yield runner
+    runner.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("case", [c + ({},) for c in CASES[:2]] + SMALL[:2] + SMALL[3:], ids=case_id)
+def test_variant_on_dawn_matches_mirror(dawn, name, case):
+    feature_names = set(dawn.info.get("features", []))
+    missing = [f for f in variants.VARIANTS[name].features if f not in feature_names]
+    if missing:
+        pytest.skip("Dawn's adapter ({}) lacks {}".format(dawn.adapter, ", ".join(missing)))
+    batch, n_q, n_k, d, causal, mask_kind, sizes = case
+    q, k, v, mask = make(4, batch, n_q, n_k, d, mask_kind)
+    plan = variants.plan(name, d, subgroup_min=dawn.info.get("subgroupMinSize"), **sizes)
+    spec = variants.dispatch_spec(q, k, v, causal=causal, mask=mask, variant=name, plan=plan)
+    handle = dawn.prepare(spec)
+    try:
+        dawn.dispatch(spec, handle)
+        got = mirror.decode_outputs(spec, dawn.outputs(spec, handle))
+    finally:
+        dawn.release(handle)
+    want = variants.forward(q, k, v, causal=causal, mask=mask, variant=name, plan=plan)
+    close(got[0], want[0], shader_bar(name, want[0]), "o " + name)
+    close(got[1], want[1], lse_bar(want[1]), "lse " + name)
