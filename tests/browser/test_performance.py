@@ -259,3 +259,25 @@ def test_wide_tables_on_a_phone_are_keyboard_scroll_boxes_with_a_cue(page, site_
     page.wait_for_function("() => document.querySelector('#numpy .table-scroll').scrollLeft > 0")
     page.set_viewport_size({"width": 1366, "height": 768})
     expect(box).not_to_have_attribute("tabindex", "0")
+
+
+def test_fa3_shapes_behind_cudnn_name_their_counters(page, site_url):
+    """The Triton section says where the FlashAttention-3 forward trails cuDNN in the record, and for
+    a profiled shape gives the Nsight Compute counters of both kernels (fa3_ncu.json), not typed."""
+    results = Path(__file__).resolve().parents[2] / "bench" / "results"
+    record = json.loads((results / "triton_h200.json").read_text())
+    ncu = json.loads((results / "fa3_ncu.json").read_text())
+    page.goto(f"{site_url}performance.html")
+    page.wait_for_function("document.querySelector('[data-testid=triton-fa3-limits]').dataset.state === 'ready'",
+                           timeout=30000)
+    text = page.inner_text("[data-testid=triton-fa3-limits]")
+    below = [r for r in record["results"] if r["fwd"]["fa3"]["tflops"] < r["fwd"]["cudnn"]["tflops"]]
+    assert below, "the record has no shape below cuDNN: this test's premise changed"
+    for r in below:
+        label = "d=%d N=%d%s" % (r["d"], r["n"], " causal" if r["causal"] else "")
+        assert "%s: %.2f× cuDNN" % (label, r["fwd"]["fa3"]["tflops"] / r["fwd"]["cudnn"]["tflops"]) in text
+        kernels = {k["label"]: k for k in ncu["kernels"]}
+        if "fa3 " + label in kernels:
+            issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+            assert "warps issuing %.0f against %.0f%% of cycles" % (
+                kernels["fa3 " + label][issue]["value"], kernels["cudnn " + label][issue]["value"]) in text

@@ -5,6 +5,43 @@
 import {tritonBackend} from "../backends.js";
 import {draw} from "./charts.js";
 import {$} from "./format.js";
+import {loadResult} from "./records.js";
+
+// Hardware counters of the FlashAttention-3 forward beside cuDNN's (bench/fa3_ncu.py under Nsight Compute).
+const NCU = "bench/results/fa3_ncu.json";
+const COUNTERS = [
+  ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "tensor pipe active", "% of cycles"],
+  ["sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", "XU pipe (exp2, conversions)", "% of its peak issue rate"],
+  ["smsp__issue_active.avg.pct_of_peak_sustained_active", "warps issuing", "% of cycles"],
+  ["smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "stalled at a barrier", " per issued instruction"],
+];
+
+/* Where the FlashAttention-3 forward trails cuDNN in this run, and what limits it there: the profile
+ * of that shape (fa3_ncu.json) when one was taken, else "not profiled". Fills #triton-fa3-limits. */
+async function showFa3Limits(record) {
+  const box = $("triton-fa3-limits");
+  const shape = (r) => `d=${r.d} N=${r.n}${r.causal ? " causal" : ""}`;
+  const below = record.results.filter((r) => r.fwd.fa3 && r.fwd.cudnn && r.fwd.fa3.tflops < r.fwd.cudnn.tflops);
+  if (!below.length) {
+    box.textContent = "The FlashAttention-3 forward is at or above cuDNN at every shape of this run.";
+    box.dataset.state = "ready";
+    return;
+  }
+  const ncu = await loadResult(NCU, null);
+  const parts = below.map((r) => {
+    const ratio = `${(r.fwd.fa3.tflops / r.fwd.cudnn.tflops).toFixed(2)}× cuDNN`;
+    const ours = ncu.data && ncu.data.kernels.find((k) => k.label === `fa3 ${shape(r)}`);
+    const theirs = ncu.data && ncu.data.kernels.find((k) => k.label === `cudnn ${shape(r)}`);
+    if (!ours || !theirs) return `${shape(r)}: ${ratio} (not profiled)`;
+    const value = (k, metric) => k[metric].value.toFixed(metric.endsWith(".ratio") ? 2 : 0);
+    return `${shape(r)}: ${ratio}; Nsight Compute on one launch each (${NCU}), ours against cuDNN's: ` +
+      COUNTERS.map(([metric, name, unit]) => `${name} ${value(ours, metric)} against ${value(theirs, metric)}${unit}`)
+        .join(", ");
+  });
+  box.textContent = `Where the FlashAttention-3 forward trails cuDNN in this run, and what limits it: ${parts.join("; ")} ` +
+    "(bench/FA3.md, \"What limits the rest\"; its \"Targets\" say how far ratios at N = 1024 move between runs).";
+  box.dataset.state = "ready";
+}
 
 function showTriton(record) {
   const results = record.results || [];
@@ -36,6 +73,12 @@ function showTriton(record) {
       }).join("") +
       (backends.includes("fa3") ? " FlashAttention-3 is a forward kernel (Episode 5 on the module page, " +
         "bench/FA3.md); the backward chart leaves it out." : "");
+  if (backends.includes("fa3")) {
+    showFa3Limits(record).catch((error) => {
+      $("triton-fa3-limits").textContent = `The FlashAttention-3 profile could not be shown: ${error.message}`;
+      $("triton-fa3-limits").dataset.state = "error";
+    });
+  }
 }
 
 export default {key: "triton", path: "bench/results/triton_h200.json", label: "Triton H200", section: "triton", show: showTriton};
