@@ -27,8 +27,8 @@ const VARIANTS = [
   ["no_overlap", "no intra-warpgroup overlap", "no overlap"],
   ["no_pingpong", "no ping-pong", "no ping-pong"],
   ["full", "all three", "all three"],
-  ["mbarrier", "all three, hand-overs on mbarriers", "mbarrier hand-overs"],
-  ["named", "all three, hand-overs on named barriers", "named hand-overs"],
+  ["mbarrier", "all three, mbarriers", "mbarrier hand-overs"],
+  ["named", "all three, named barriers", "named hand-overs"],
   ["cudnn", "cuDNN (SDPA)", "cuDNN"],
 ];
 const SVG = "http://www.w3.org/2000/svg";

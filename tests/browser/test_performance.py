@@ -274,10 +274,16 @@ def test_fa3_shapes_behind_cudnn_name_their_counters(page, site_url):
     below = [r for r in record["results"] if r["fwd"]["fa3"]["tflops"] < r["fwd"]["cudnn"]["tflops"]]
     assert below, "the record has no shape below cuDNN: this test's premise changed"
     for r in below:
-        label = "d=%d N=%d%s" % (r["d"], r["n"], " causal" if r["causal"] else "")
-        assert "%s: %.2f× cuDNN" % (label, r["fwd"]["fa3"]["tflops"] / r["fwd"]["cudnn"]["tflops"]) in text
+        label = "d=%d N=%d%s" % (r["d"], r["n"], " causal" if r["causal"] else "")  # fa3_ncu.py's label
+        shape = "d = %d, N = %d%s" % (r["d"], r["n"], ", causal" if r["causal"] else "")
+        assert "%s: %.2f× cuDNN" % (shape, r["fwd"]["fa3"]["tflops"] / r["fwd"]["cudnn"]["tflops"]) in text
         kernels = {k["label"]: k for k in ncu["kernels"]}
         if "fa3 " + label in kernels:
             issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
-            assert "warps issuing %.0f against %.0f%% of cycles" % (
+            assert "warps issuing %.0f%% against %.0f%% of cycles" % (
                 kernels["fa3 " + label][issue]["value"], kernels["cudnn " + label][issue]["value"]) in text
+            stall = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"
+            assert "at a barrier %.2f against %.2f per issued instruction" % (
+                kernels["fa3 " + label][stall]["value"], kernels["cudnn " + label][stall]["value"]) in text
+        else:
+            assert shape + ": %.2f× cuDNN (not profiled)" % (r["fwd"]["fa3"]["tflops"] / r["fwd"]["cudnn"]["tflops"]) in text

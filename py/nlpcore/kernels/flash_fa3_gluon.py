@@ -27,7 +27,7 @@ this kernel so that their worth can be measured (bench/fa3_h200.py):
 How a hand-over is signalled is a fourth switch, ``NAMED``. Gluon's ``mbarrier.arrive`` is one
 thread's signal, so the compiler first synchronises the whole warpgroup with a ``bar.sync``:
 three such waits per key tile and consumer. With NAMED the ping-pong token and the K/V slots'
-releases use the SM's named barriers (``bar.arrive`` / ``bar.sync``, counted per warp; see
+releases use named barriers (``bar.arrive`` / ``bar.sync``, counted per warp; see
 ``_named``), as FlashAttention-3's own code does for its token (hopper/named_barrier.hpp in
 Dao-AILab/flash-attention reserves WarpSchedulerWG1-3).
 
@@ -95,12 +95,13 @@ def _mma_layout(n, num_warps):
 # Gluon's mbarrier.arrive is issued by one thread of the partition, so the compiler puts a
 # bar.sync over the whole warpgroup before it (every warp must have finished what the signal
 # vouches for): three such waits per key tile and consumer (the ping-pong token, the K slot, the
-# V slot). FlashAttention-3's CUTLASS code hands its token over with the SM's 16 *named
-# barriers* instead (bar.sync / bar.arrive with an id and a thread count: FA3 §3.1's "warp
-# scheduler barrier"). bar.arrive counts the executing warp's 32 threads and goes on; bar.sync
-# counts them and waits until `threads` have arrived; after that the barrier starts over. So
-# each warp signals when *it* is done, nobody waits for the rest of its warpgroup, and the
-# waiter counts every warp. With NAMED the token and the K/V slots' "empty" signals go this way
+# V slot). FlashAttention-3's CUTLASS code hands its token over with the 16 *named barriers* a
+# thread block has instead (bar.sync / bar.arrive with an id and a thread count; FA3 §3.1 says
+# "synchronization barriers (bar.sync instructions)", its code hopper/named_barrier.hpp names
+# them WarpSchedulerWG1-3). bar.arrive counts the executing warp's 32 threads and goes on;
+# bar.sync counts them and waits until `threads` have arrived; after that the barrier starts
+# over. So each warp signals when *it* is done, without waiting for the rest of its warpgroup,
+# and the waiter counts every warp. With NAMED the token and the K/V slots' "empty" signals go this way
 # (Q's stays an mbarrier: once per item). Triton's partitions use the lowest ids (0-3 with three
 # consumers; tests/test_flash_fa3.py reads them in the PTX); ours start at 7.
 FREE_K_BAR = gl.constexpr(7)  # + slot (STAGES <= 3): every consumer warp -> producer, "K slot free"

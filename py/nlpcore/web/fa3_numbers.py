@@ -9,7 +9,7 @@ records rewrites the sentences with them:
   forward, read from ``bench/results/fa3_h200.json`` through ``claims.fa3_key`` at the rows
   ``claims.FA3_ABLATION_ROWS``; one clause per technique, the largest cost first, split by head
   dimension where the sign differs between them, and last the hand-overs on mbarriers against named
-  barriers (``claims.FA3_HANDOVER``);
+  barriers (``claims.FA3_HANDOVER``) and the run's spread (one launch timed twice);
 - ``fa3_standing``: the default launch (``claims.FA3_DEFAULT_LAUNCH``) against cuDNN on
   ``claims.FA3_STANDING_ROWS`` of ``claims.FA3_STANDING`` (the fa3 column of ``bench/results/triton_h200.json``): at or above it,
   within :data:`CLOSE`, and further behind, with the shapes and ratios.
@@ -80,7 +80,7 @@ def ablation_text(record: dict) -> str:
         text = "turning off %s%s %s" % (name, " (which also turns off %s)" % " and ".join(also) if also else "", what)
         clauses.append((-sum(r for _, r in rows) / len(rows), text))  # mean off/full: lowest = largest cost
     clauses.sort(key=lambda c: -c[0])
-    return "; ".join([text for _, text in clauses] + handover_text(record))
+    return "; ".join([text for _, text in clauses] + handover_text(record) + spread_text(record))
 
 
 def handover_text(record: dict) -> List[str]:
@@ -89,27 +89,34 @@ def handover_text(record: dict) -> List[str]:
     named, mbarrier = claims.FA3_HANDOVER
     if not {named, mbarrier} <= set(record["variants"]):
         return []
-    tf = lambda s, v: claims.resolve(record, claims.fa3_key(*s, v))  # noqa: E731
-    rows = [(s, tf(s, mbarrier) / tf(s, named)) for s in claims.FA3_ABLATION_ROWS]
-    # "full" is the shape's own launch, which signals one of the two ways: the same launch timed twice
-    # in one run, so their difference is the run's spread.
+    rows = [(s, _tf(record, s, mbarrier) / _tf(record, s, named)) for s in claims.FA3_ABLATION_ROWS]
+    return ["handing over through mbarriers instead of named barriers " + effect(rows)]
+
+
+def spread_text(record: dict) -> List[str]:
+    """The run's own spread, where the record timed one launch twice: "all three" is the shape's chosen
+    launch, which hands over one of the two ways, so it equals one of the ``claims.FA3_HANDOVER``
+    columns. None in a record without them."""
+    named, mbarrier = claims.FA3_HANDOVER
+    if not {named, mbarrier} <= set(record["variants"]):
+        return []
     by_shape = {(r["d"], r["n"], r["causal"]): r for r in record["rows"]}
-    spread = [abs(tf(s, "full") / tf(s, named if by_shape[s]["variant"]["named"] else mbarrier) - 1)
+    spread = [abs(_tf(record, s, "full") / _tf(record, s, named if by_shape[s]["variant"]["named"] else mbarrier) - 1)
               for s in claims.FA3_ABLATION_ROWS if "named" in by_shape[s].get("variant", {})]
-    same = (" (the same launch timed twice in this run, as \u201call three\u201d and as one of these two, "
-            "differs by up to %s%%)" % _pct(100 * max(spread))) if spread else ""
-    return ["handing over through mbarriers instead of named barriers " + effect(rows) + same]
+    if not spread:
+        return []
+    return ["the same launch timed twice in this run (as \u201call three\u201d and as one of the two hand-over "
+            "columns) differs by up to %s%%, so a smaller difference is inside the run's spread" % _pct(100 * max(spread))]
 
 
-def _shapes(shapes: Sequence[Shape], ratios: Optional[Dict[Shape, float]] = None) -> str:
-    """'d = 64, N = 1024, causal (−24%); …' (against cuDNN) or, without ratios, grouped by d."""
-    if ratios is not None:
-        return "; ".join("%s (%s%s%%)" % (_where(s, True), "+" if ratios[s] >= 1 else "−", _pct(100 * abs(ratios[s] - 1)))
-                         for s in shapes)
-    by_d = {}  # type: Dict[int, List[str]]
-    for d, n, causal in sorted(shapes):
-        by_d.setdefault(d, []).append("%d%s" % (n, " causal" if causal else ""))
-    return "; ".join("d = %d: N = %s" % (d, ", ".join(ns)) for d, ns in sorted(by_d.items()))
+def _tf(record: dict, shape: Shape, variant: str) -> float:
+    return claims.resolve(record, claims.fa3_key(*shape, variant))
+
+
+def _shapes(shapes: Sequence[Shape], ratios: Dict[Shape, float]) -> str:
+    """'d = 64, N = 1024, causal (−24%); …': each shape with its ratio against cuDNN."""
+    return "; ".join("%s (%s%s%%)" % (_where(s, True), "+" if ratios[s] >= 1 else "−", _pct(100 * abs(ratios[s] - 1)))
+                     for s in shapes)
 
 
 def standing_text(record: dict) -> str:
@@ -125,11 +132,14 @@ def standing_text(record: dict) -> str:
     parts = []
     if ahead:
         parts.append("at or above cuDNN's speed at %d of the %d shapes (%s)" % (len(ahead), len(ratio), _shapes(ahead, ratio)))
+    def count(shapes):
+        return "%d shape%s" % (len(shapes), "" if len(shapes) == 1 else "s")
+
     if close:
         gap = 100.0 * (1 - min(ratio[s] for s in close))
-        parts.append("within %s%% of it at %d (%s)" % (_pct(gap), len(close), _shapes(close)))
+        parts.append("within %s%% of it at %s (%s)" % (_pct(gap), count(close), _shapes(close, ratio)))
     if behind:
-        parts.append("further behind at %d (%s)" % (len(behind), _shapes(behind[::-1], ratio)))
+        parts.append("further behind at %s (%s)" % (count(behind), _shapes(behind[::-1], ratio)))
     return ", ".join(parts[:-1]) + (", and " if len(parts) > 1 else "") + parts[-1]
 
 
@@ -141,4 +151,4 @@ def page_numbers(ablation: Any = None, standing: Any = None) -> Dict[str, str]:
             "fa3_standing": "not recorded" if standing is None else standing_text(standing)}
 
 
-__all__ = ["ablation_text", "effect", "handover_text", "page_numbers", "standing_text"]
+__all__ = ["ablation_text", "effect", "handover_text", "page_numbers", "spread_text", "standing_text"]

@@ -10,17 +10,20 @@ import {loadResult} from "./records.js";
 // Hardware counters of the FlashAttention-3 forward beside cuDNN's (bench/fa3_ncu.py under Nsight Compute).
 const NCU = "bench/results/fa3_ncu.json";
 const COUNTERS = [
-  ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "tensor pipe active", "% of cycles"],
-  ["sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", "XU pipe (exp2, conversions)", "% of its peak issue rate"],
-  ["smsp__issue_active.avg.pct_of_peak_sustained_active", "warps issuing", "% of cycles"],
-  ["smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "stalled at a barrier", " per issued instruction"],
+  ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "tensor pipe active", "%", " of cycles"],
+  ["sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", "XU pipe (exp2, conversions)", "%",
+    " of its peak issue rate"],
+  ["smsp__issue_active.avg.pct_of_peak_sustained_active", "warps issuing", "%", " of cycles"],
+  ["smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "warps stalled at a barrier", "",
+    " per issued instruction"],
 ];
 
 /* Where the FlashAttention-3 forward trails cuDNN in this run, and what limits it there: the profile
  * of that shape (fa3_ncu.json) when one was taken, else "not profiled". Fills #triton-fa3-limits. */
 async function showFa3Limits(record) {
   const box = $("triton-fa3-limits");
-  const shape = (r) => `d=${r.d} N=${r.n}${r.causal ? " causal" : ""}`;
+  const label = (r) => `d=${r.d} N=${r.n}${r.causal ? " causal" : ""}`;  // fa3_ncu.py's kernel labels
+  const shape = (r) => `d = ${r.d}, N = ${r.n}${r.causal ? ", causal" : ""}`;
   const below = record.results.filter((r) => r.fwd.fa3 && r.fwd.cudnn && r.fwd.fa3.tflops < r.fwd.cudnn.tflops);
   if (!below.length) {
     box.textContent = "The FlashAttention-3 forward is at or above cuDNN at every shape of this run.";
@@ -30,16 +33,18 @@ async function showFa3Limits(record) {
   const ncu = await loadResult(NCU, null);
   const parts = below.map((r) => {
     const ratio = `${(r.fwd.fa3.tflops / r.fwd.cudnn.tflops).toFixed(2)}× cuDNN`;
-    const ours = ncu.data && ncu.data.kernels.find((k) => k.label === `fa3 ${shape(r)}`);
-    const theirs = ncu.data && ncu.data.kernels.find((k) => k.label === `cudnn ${shape(r)}`);
+    if (!ncu.data) return `${shape(r)}: ${ratio} (the profile ${NCU} could not be read: ${ncu.error || "not in this build"})`;
+    const ours = ncu.data.kernels.find((k) => k.label === `fa3 ${label(r)}`);
+    const theirs = ncu.data.kernels.find((k) => k.label === `cudnn ${label(r)}`);
     if (!ours || !theirs) return `${shape(r)}: ${ratio} (not profiled)`;
     const value = (k, metric) => k[metric].value.toFixed(metric.endsWith(".ratio") ? 2 : 0);
     return `${shape(r)}: ${ratio}; Nsight Compute on one launch each (${NCU}), ours against cuDNN's: ` +
-      COUNTERS.map(([metric, name, unit]) => `${name} ${value(ours, metric)} against ${value(theirs, metric)}${unit}`)
-        .join(", ");
+      COUNTERS.map(([metric, name, pct, unit]) => `${name} ${value(ours, metric)}${pct} against ` +
+        `${value(theirs, metric)}${pct}${unit}`).join(", ");
   });
-  box.textContent = `Where the FlashAttention-3 forward trails cuDNN in this run, and what limits it: ${parts.join("; ")} ` +
-    "(bench/FA3.md, \"What limits the rest\"; its \"Targets\" say how far ratios at N = 1024 move between runs).";
+  box.textContent = `Where the FlashAttention-3 forward trails cuDNN in this run, and what Nsight Compute reads ` +
+    `there: ${parts.join("; ")} (bench/FA3.md, "What limits the rest"; its "Targets" say how far ratios at ` +
+    "N = 1024 move between runs).";
   box.dataset.state = "ready";
 }
 
