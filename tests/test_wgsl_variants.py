@@ -10,6 +10,8 @@
   masks, fully masked rows, Nq != Nk, batch and heads, d = 40, 64 and 128;
 - two planted bugs the comparison must catch (l not rescaled when o is; every tile taken as
   unmasked);
+- the H200 probe of the candidates: TIER_LIMITS quotes its numbers as recorded, and
+  bench/results/webgpu_h200.json was folded (--fold-variants) after TIER_LIMITS last changed;
 - Dawn (Tint) through Node, when $DAWN_NODE names npm webgpu 0.6.2's dawn.node (run with
   VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json without a GPU; SwiftShader has
   subgroups of 4 but no shader-f16, so pair-f16 is skipped there); tests/browser/
@@ -21,6 +23,7 @@ Tolerances (as tests/test_wgsl_tiers.py): mirror vs float64 1e-6 × max(1, |o|);
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -151,6 +154,75 @@ def test_probe_variants_fold_into_the_record():
     portable = [t for t in out["tier_targets"] if t["name"].startswith("portable tier")][0]
     assert portable["measured"] == 20.0 and record["variants"][1]["tflops"] == 1.0  # tier rows, input untouched
     assert "pair" in webgpu_tiers.summary(dict(out, accuracy=[], sdpa=[]))
+
+
+def _candidates():
+    """The H200 probe of the candidates (webgpu_tiers.CANDIDATES) as (record, tier TFLOP/s, variant
+    TFLOP/s), both keyed (engine, tier) and (engine, key), and the webgpu_tiers module."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import webgpu_tiers
+    finally:
+        sys.path.remove(str(BENCH))
+    record = json.loads((BENCH.parent / webgpu_tiers.CANDIDATES).read_text(encoding="utf-8"))
+    tiers = {(e["engine"], r["tier"]): r["tflops"] for e in record["engines"] for r in e["rows"] if r.get("valid")}
+    keyed = {(v["engine"], v["key"]): v["tflops"] for v in record["variants"] if v.get("valid")}
+    return record, tiers, keyed, webgpu_tiers
+
+
+def test_tier_limits_quote_the_candidates_record():
+    """Every number TIER_LIMITS gives for the candidates is the record's, rounded as written there
+    (TFLOP/s to 0.1, ratios to whole per cent): Dawn / wgpu-py where both ran."""
+    record, tiers, keyed, webgpu_tiers = _candidates()
+    one = "{:.1f}".format
+
+    def both(table, key):
+        return "{} / {}".format(one(table["dawn", key]), one(table["wgpu-py", key]))
+
+    def gain(a, b):
+        return "{:+.0f}".format(100 * (a / b - 1))
+
+    def gains(key, over, table=tiers):
+        return "{} / {} %".format(gain(keyed["dawn", key], table["dawn", over]),
+                                  gain(keyed["wgpu-py", key], table["wgpu-py", over]))
+
+    pair_over_portable = [gain(keyed[e, "pair"], tiers[e, "portable"]) for e in ("dawn", "wgpu-py")]
+    assert pair_over_portable[0] == pair_over_portable[1]  # written once for both engines
+    lean = [gain(keyed[e, "lean"], tiers[e, "portable"]) for e in ("dawn", "wgpu-py")]
+    f16 = tiers["wgpu-py", "f16"]
+    want = {
+        "portable": ["this tier {} TFLOP/s".format(both(tiers, "portable")),
+                     "runs at {} ({} to {} %)".format(both(keyed, "lean"), *lean),
+                     "slower, {}, and {} with 64 rows".format(both(keyed, "half"), both(keyed, "half-br64")),
+                     "8-key tiles) runs at {}, no faster than lean".format(both(keyed, "pair-wg"))],
+        "subgroup": ["this tier {} TFLOP/s".format(both(tiers, "subgroup")),
+                     "runs at {}: {} over this tier".format(both(keyed, "pair"), gains("pair", "subgroup")),
+                     "{} % over the portable tier".format(pair_over_portable[0]),
+                     "{} over lean".format(gains("pair", "lean", keyed)),
+                     "at {} it would still miss 30".format(one(keyed["dawn", "pair"]))],
+        "f16": ["this tier {} TFLOP/s there, {:.2f}x the portable tier's {}".format(
+                    one(f16), f16 / tiers["wgpu-py", "portable"], one(tiers["wgpu-py", "portable"])),
+                "runs at {}: {} % over this tier and {:+.1f} % over pair's float32 {}".format(
+                    one(keyed["wgpu-py", "pair-f16"]), gain(keyed["wgpu-py", "pair-f16"], f16),
+                    100 * (keyed["wgpu-py", "pair-f16"] / keyed["wgpu-py", "pair"] - 1), one(keyed["wgpu-py", "pair"])),
+                "{} % over the portable tier".format(pair_over_portable[1])],
+    }
+    for tier, parts in want.items():
+        text = webgpu_tiers.TIER_LIMITS[tier]
+        assert webgpu_tiers.CANDIDATES in text, tier
+        for part in parts:
+            assert part in text, "{}: {!r} not in TIER_LIMITS[{!r}]".format(tier, part, tier)
+    assert record["note"].count("3af7591") == 1 and "pytest was NOT run" in record["note"]
+
+
+def test_the_record_holds_the_candidates_and_the_current_limits():
+    """bench/results/webgpu_h200.json was folded (--fold-variants) after TIER_LIMITS last changed:
+    its tier_targets say TIER_LIMITS' words, and its candidate rows are the probe's, marked."""
+    record, _, _, webgpu_tiers = _candidates()
+    main = json.loads((BENCH / "results" / "webgpu_h200.json").read_text(encoding="utf-8"))
+    assert main["tier_targets"] == webgpu_tiers.tier_targets(main["engines"])
+    folded = [v for v in main["variants"] if v.get("source") == webgpu_tiers.CANDIDATES]
+    assert [dict(v, source=None) for v in folded] == [dict(v, source=None) for v in record["variants"]]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -9,9 +9,13 @@
 // feeds four multiply-adds of one row. Here an invocation owns TWO rows and 32 of their head dims
 // (q and o: 2 x 32 floats each, the same 128 registers), so every slot it reads serves two rows:
 // half the reads per multiply-add. The hypothesis was that those reads hold flash_fwd.wgsl to
-// about 20 of the H200's 67 float32 TFLOP/s; the H200 said otherwise (webgpu_h200.json: the same
-// speed through wgpu-py, less than half through Dawn), so it is not the limit, or not the only
-// one. The price of the split: a row's score is now split over 2·KS
+// about 20 of the H200's 67 float32 TFLOP/s; this file runs at flash_fwd.wgsl's speed there
+// through both engines (webgpu_h200.json). By inference (not profiled) its layout is why: the two
+// lanes of a row pair own contiguous 32-dim halves and read slots 128 bytes apart, the same bank
+// of workgroup memory, two passes a read. flash_fwd_pair.wgsl deals the slots to the lanes
+// interleaved (and masks and rescales less) and ran 23-24 % faster than this file on the H200
+// (webgpu_h200_probe_candidates.json); it is a candidate to replace this file, not yet the tier's
+// shader (bench/README.md). The price of the split: a row's score is now split over 2·KS
 // invocations (32 dims each), which sit side by side in the workgroup and so in one subgroup, and
 // add their partials with subgroupShuffleXor (a register exchange, no workgroup memory, no
 // barrier). Requirements, checked by the host: KS a power of two and 2·KS at most the adapter's

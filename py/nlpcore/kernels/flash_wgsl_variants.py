@@ -26,6 +26,13 @@ subgroup tier 19.8 and the float16 tier 16.3; what bounds them was inferred, nev
   (the f16 tier converts every staged element in every row that reads it). Does the f16 tier,
   with the issue's float32 scores, m, l and accumulator, run at the float32 kernel's speed?
 
+What the H200 answered (bench/results/webgpu_h200_probe_candidates.json, one process beside the
+tiers, both engines; its numbers are quoted by bench/webgpu_tiers.py's TIER_LIMITS): ``pair``
+ran 23-24 % faster than the subgroup tier and ``pair-f16`` 51 % faster than the f16 tier, at
+``pair``'s speed; ``lean`` gained 5-6 % over the portable tier, ``pair-wg`` no more than
+``lean``, and ``half`` was slower. None of them is a tier's shader yet (bench/README.md, "Next
+step").
+
 Each variant is sized by :func:`plan` (``tiling.plan`` with the variant's own checks; all stay
 within WebGPU's default 16384 bytes) and mirrored by :func:`forward`, which re-enacts the
 shader's loop order: the lanes' partial scores and how they are added (lane order through
