@@ -8,13 +8,14 @@
  * measured, the lengths inside it modelled from the two published rates. */
 
 import { el } from "./dom.js";
+import { NCU_METRICS, NCU_RECORD, ncuLabel, ncuShape } from "./fa3-ncu.js";
 
 const RECORDS = {
   ablation: "bench/results/fa3_h200.json",
   standing: "bench/results/triton_h200.json",
   variants: "bench/results/fa3_h200_variants.json",
   recheck: "bench/results/fa3_recheck_h200.json",
-  ncu: "bench/results/fa3_ncu.json",
+  ncu: NCU_RECORD,
 };
 // FlashAttention-3's special-function rate (claim fa3-exp-throughput): 16 exponentials per SM
 // per clock at 1830 MHz, the H100 SXM5's clock in the paper's footnote (same SMs as the H200).
@@ -239,22 +240,14 @@ function variantsTable(rec) {
 // One clause per profiled shape: our kernel against cuDNN's, from the same ncu run, with the launch
 // the sweep chose there (the profile ran flash_fa3.choose's variant).
 function ncuSentence(rec, sweep, sms) {
-  const TENSOR = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active";
-  const XU = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active";
-  const ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active";
-  const BAR = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio";
-  const TIME = "gpu__time_duration.sum";
+  const { tensor: TENSOR, xu: XU, issue: ISSUE, barrier: BAR, time: TIME } = NCU_METRICS;
   const v = (kern, metric) => kern[metric].value;
   const pct = (kern, metric) => `${v(kern, metric).toFixed(0)}%`;
   const launch = (kern) => (kern.grid.replace(/[()\s]/g, "").split(",").reduce((a, b) => a * Number(b), 1) <= sms
     ? "one program per SM" : "one program per work item") + `, grid ${kern.grid}`;
-  const shapeOf = (label) => {
-    const m = /d=(\d+) N=(\d+)( causal)?/.exec(label);
-    return { d: Number(m[1]), n: Number(m[2]), causal: Boolean(m[3]) };
-  };
   const clauses = rec.kernels.filter((k) => k.label.startsWith("fa3 ")).map((ours) => {
-    const s = shapeOf(ours.label);
-    const theirs = rec.kernels.find((k) => k.label === `cudnn ${ours.label.slice(4)}`);
+    const s = ncuShape(ours.label);
+    const theirs = rec.kernels.find((k) => k.label === `cudnn ${ncuLabel(s)}`);
     const row = sweep.rows.find((r) => r.d === s.d && r.n === s.n && r.causal === s.causal);
     const variant = row ? ` (${describe(fastest(row)[0])}; ${launch(ours)}; cuDNN ${launch(theirs)})` : "";
     return `at ${shapeText(s)} ours${variant} takes ${(v(ours, TIME) / 1e3).toFixed(0)} µs and cuDNN ` +

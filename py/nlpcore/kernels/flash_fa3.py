@@ -220,7 +220,7 @@ def _run(q, k, v, causal, scale, warp_spec, overlap, var):
         HEAD_DIM=d, BLOCK_N=var.block_n, STAGES=var.stages, CAUSAL=bool(causal), WARP_SPEC=bool(warp_spec),
         PINGPONG=var.pingpong, OVERLAP=bool(overlap), NUM_CONSUMERS=var.consumers,
         BALANCE=var.balance and bool(causal), SNAKE=(var.balance or var.snake) and bool(causal),
-        KV_FUSED=var.kv_fused, Q_BUFS=q_bufs, NAMED=var.named and bool(warp_spec), num_warps=4 if warp_spec else 8)
+        KV_FUSED=var.kv_fused, Q_BUFS=q_bufs, NAMED=var.named, num_warps=4 if warp_spec else 8)
     return o3.reshape(B, H, N, d), lse
 
 

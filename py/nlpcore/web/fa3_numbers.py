@@ -20,7 +20,7 @@ Python 3.8 like the rest of nlpcore.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from .. import claims, measured
 
@@ -67,8 +67,7 @@ def ablation_text(record: dict) -> str:
         name, flag = TECHNIQUES[off]
         also = [TECHNIQUES["no_" + f][0] for f, on in full_flags.items()
                 if f != flag and on and not record["variants"][off][f] and "no_" + f in TECHNIQUES]
-        rows = [(s, claims.resolve(record, claims.fa3_key(*s, off)) / claims.resolve(record, claims.fa3_key(*s, "full")))
-                for s in claims.FA3_ABLATION_ROWS]
+        rows = [(s, _tf(record, s, off) / _tf(record, s, "full")) for s in claims.FA3_ABLATION_ROWS]
         by_d = {}  # type: Dict[int, List[Tuple[Shape, float]]]
         for s, r in rows:
             by_d.setdefault(s[0], []).append((s, r))
@@ -119,6 +118,10 @@ def _shapes(shapes: Sequence[Shape], ratios: Dict[Shape, float]) -> str:
                      for s in shapes)
 
 
+def _count(shapes: Sequence[Shape]) -> str:
+    return "%d shape%s" % (len(shapes), "" if len(shapes) == 1 else "s")
+
+
 def standing_text(record: dict) -> str:
     """Where the default launch stands against cuDNN on ``claims.FA3_STANDING_ROWS``."""
     ours = {s: claims.fa3_key(*s, claims.FA3_DEFAULT_LAUNCH[s[2]], claims.FA3_STANDING_LIST)
@@ -132,14 +135,11 @@ def standing_text(record: dict) -> str:
     parts = []
     if ahead:
         parts.append("at or above cuDNN's speed at %d of the %d shapes (%s)" % (len(ahead), len(ratio), _shapes(ahead, ratio)))
-    def count(shapes):
-        return "%d shape%s" % (len(shapes), "" if len(shapes) == 1 else "s")
-
     if close:
         gap = 100.0 * (1 - min(ratio[s] for s in close))
-        parts.append("within %s%% of it at %s (%s)" % (_pct(gap), count(close), _shapes(close, ratio)))
+        parts.append("within %s%% of it at %s (%s)" % (_pct(gap), _count(close), _shapes(close, ratio)))
     if behind:
-        parts.append("further behind at %s (%s)" % (count(behind), _shapes(behind[::-1], ratio)))
+        parts.append("further behind at %s (%s)" % (_count(behind), _shapes(behind[::-1], ratio)))
     return ", ".join(parts[:-1]) + (", and " if len(parts) > 1 else "") + parts[-1]
 
 

@@ -5,24 +5,21 @@
 import {tritonBackend} from "../backends.js";
 import {draw} from "./charts.js";
 import {$} from "./format.js";
+import {NCU_METRICS, NCU_RECORD as NCU, ncuLabel} from "../fa3-ncu.js";
 import {loadResult} from "./records.js";
 
-// Hardware counters of the FlashAttention-3 forward beside cuDNN's (bench/fa3_ncu.py under Nsight Compute).
-const NCU = "bench/results/fa3_ncu.json";
+// The counters quoted, in order: [metric, name, after each number, after the pair].
 const COUNTERS = [
-  ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "tensor pipe active", "%", " of cycles"],
-  ["sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active", "XU pipe (exp2, conversions)", "%",
-    " of its peak issue rate"],
-  ["smsp__issue_active.avg.pct_of_peak_sustained_active", "warps issuing", "%", " of cycles"],
-  ["smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "warps stalled at a barrier", "",
-    " per issued instruction"],
+  [NCU_METRICS.tensor, "tensor pipe active", "%", " of cycles"],
+  [NCU_METRICS.xu, "XU pipe (exp2, conversions)", "%", " of its peak issue rate"],
+  [NCU_METRICS.issue, "warps issuing", "%", " of cycles"],
+  [NCU_METRICS.barrier, "warps stalled at a barrier", "", " per issued instruction"],
 ];
 
 /* Where the FlashAttention-3 forward trails cuDNN in this run, and what limits it there: the profile
  * of that shape (fa3_ncu.json) when one was taken, else "not profiled". Fills #triton-fa3-limits. */
 async function showFa3Limits(record) {
   const box = $("triton-fa3-limits");
-  const label = (r) => `d=${r.d} N=${r.n}${r.causal ? " causal" : ""}`;  // fa3_ncu.py's kernel labels
   const shape = (r) => `d = ${r.d}, N = ${r.n}${r.causal ? ", causal" : ""}`;
   const below = record.results.filter((r) => r.fwd.fa3 && r.fwd.cudnn && r.fwd.fa3.tflops < r.fwd.cudnn.tflops);
   if (!below.length) {
@@ -34,8 +31,8 @@ async function showFa3Limits(record) {
   const parts = below.map((r) => {
     const ratio = `${(r.fwd.fa3.tflops / r.fwd.cudnn.tflops).toFixed(2)}× cuDNN`;
     if (!ncu.data) return `${shape(r)}: ${ratio} (the profile ${NCU} could not be read: ${ncu.error || "not in this build"})`;
-    const ours = ncu.data.kernels.find((k) => k.label === `fa3 ${label(r)}`);
-    const theirs = ncu.data.kernels.find((k) => k.label === `cudnn ${label(r)}`);
+    const ours = ncu.data.kernels.find((k) => k.label === `fa3 ${ncuLabel(r)}`);
+    const theirs = ncu.data.kernels.find((k) => k.label === `cudnn ${ncuLabel(r)}`);
     if (!ours || !theirs) return `${shape(r)}: ${ratio} (not profiled)`;
     const value = (k, metric) => k[metric].value.toFixed(metric.endsWith(".ratio") ? 2 : 0);
     return `${shape(r)}: ${ratio}; Nsight Compute on one launch each (${NCU}), ours against cuDNN's: ` +
