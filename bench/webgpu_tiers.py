@@ -251,7 +251,8 @@ tiling.plan_int8_staged; a variant (``variants`` and, with ``--accuracy``, ``acc
 SHADER_VARIANT = "variant"
 """A key of ``sizes`` in :data:`VARIANTS`: the row times that shader of
 nlpcore.kernels.flash_wgsl_variants (issue 25's candidates beside the tiers: ``lean``, ``half``,
-``pair``, ``pair-wg``, ``pair-f16``), sized by its ``plan`` and checked at its tier's bar."""
+``pair``, ``pair-wg``, ``pair-f16``, and the fma() chains ``lean-fma``, ``pair-fma``,
+``pair-fma-f16``), sized by its ``plan`` and checked at its tier's bar."""
 
 VARIANTS = (
     ("int8", "int8", "plan_for's plan, end to end (beside the staged variant)", {}, False),
@@ -282,6 +283,12 @@ VARIANTS = (
      {SHADER_VARIANT: "pair-wg"}, False),
     ("pair-f16", "f16", "pair-f16: pair on float16 data, widened to float32 once as it is staged",
      {SHADER_VARIANT: "pair-f16"}, False),
+    ("lean-fma", "portable", "lean-fma: lean with every multiply-add an fma() into a running sum",
+     {SHADER_VARIANT: "lean-fma"}, False),
+    ("pair-fma", "subgroup", "pair-fma: pair with every multiply-add an fma() into a running sum",
+     {SHADER_VARIANT: "pair-fma"}, False),
+    ("pair-fma-f16", "f16", "pair-fma-f16: pair-f16 with pair-fma's fma() chains",
+     {SHADER_VARIANT: "pair-fma-f16"}, False),
 )
 """Probes beside the plans (``--tier-variants``, or ``--tier-variants=KEY,KEY`` for some of them by
 their first field), at N = 16384, 16 heads, d = 64, no mask: what a different tile, leaving the

@@ -1,6 +1,6 @@
 """The benchmark variants of the tiled WGSL kernel (nlpcore.kernels.flash_wgsl_variants: ``lean``,
-``half``, ``pair``, ``pair-wg``, ``pair-f16``; timed on the H200 by bench/webgpu_tiers.py
---tier-variants).
+``half``, ``pair``, ``pair-wg``, ``pair-f16``, ``lean-fma``, ``pair-fma``, ``pair-fma-f16``; timed on the
+H200 by bench/webgpu_tiers.py --tier-variants).
 
 - plans: every variant within WebGPU's default 16384 bytes, what each refuses;
 - mirrors against float64 (float32 variants at tests/test_wgsl_tiers.py's bar; pair-f16 at
@@ -41,6 +41,7 @@ from test_wgsl_tiers import CASES, close, make, plain_f16, ref
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 NAMES = sorted(variants.VARIANTS)
 F32 = [name for name in NAMES if variants.VARIANTS[name].data == "f32"]
+F16 = [name for name in NAMES if variants.VARIANTS[name].data == "f16"]
 
 SMALL = [  # batch, Nq, Nk, d, causal, mask kind, plan sizes: several query tiles, full and masked key tiles
     ((), 150, 150, 64, True, None, {"br": 16, "bc": 8}),
@@ -250,22 +251,22 @@ def test_variant_mirror_matches_reference(name, case):
     close(lse, want[1], 2e-6 * max(1.0, float(np.abs(want[1][np.isfinite(want[1])]).max(initial=1))), "lse " + name)
 
 
+@pytest.mark.parametrize("name", F16)
 @pytest.mark.parametrize("case", all_cases(), ids=case_id)
-def test_f16_variant_meets_the_same_precision_bar(case):
+def test_f16_variant_meets_the_same_precision_bar(name, case):
     batch, n_q, n_k, d, causal, mask_kind, sizes = case
     q, k, v, mask = make(1, batch, n_q, n_k, d, mask_kind)
-    o, lse = variants.forward(q, k, v, causal=causal, mask=mask, variant="pair-f16",
-                              plan=variants.plan("pair-f16", d, **sizes))
+    o, lse = variants.forward(q, k, v, causal=causal, mask=mask, variant=name, plan=variants.plan(name, d, **sizes))
     assert o.dtype == np.float16
     want_o, _ = ref(q, k, v, causal, mask)
     ours = float(np.abs(o.astype(np.float64) - want_o).max())
     plain = float(np.abs(plain_f16(q, k, v, causal, mask).astype(np.float64) - want_o).max())
-    assert ours <= 2 * plain + 1e-7, "pair-f16 max|Δo| {:.3g} > 2 × plain float16 {:.3g}".format(ours, plain)
+    assert ours <= 2 * plain + 1e-7, "{} max|Δo| {:.3g} > 2 × plain float16 {:.3g}".format(name, ours, plain)
     rounded = ref(*(x.astype(np.float16).astype(np.float32) for x in (q, k, v)), causal, mask)
     close(lse, rounded[1], 1e-5 * max(1.0, float(np.abs(rounded[1][np.isfinite(rounded[1])]).max(initial=1))),
           "lse (float32 from float16 inputs)")
     tier = mirror.forward(q, k, v, causal=causal, mask=mask, tier="f16")  # the f16 tier computes the same
-    close(o, tier[0], 2.0 ** -10 * (float(np.abs(tier[0]).max()) or 1.0), "pair-f16 vs the f16 tier's mirror")
+    close(o, tier[0], 2.0 ** -10 * (float(np.abs(tier[0]).max()) or 1.0), name + " vs the f16 tier's mirror")
 
 
 def test_the_small_plans_take_both_paths():

@@ -37,6 +37,7 @@ var<workgroup> k_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 var<workgroup> s_part: array<f32, SPART>;
 
+// --- lean main begin ---
 // The entry point first; the helpers it calls follow it.
 @compute @workgroup_size(BR * KS)
 fn main(@builtin(workgroup_id) wg: vec3<u32>,
@@ -109,8 +110,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 
   // #include flash_fwd.wgsl finish
 }
+// --- lean main end ---
 
 // --- lean helpers begin ---
+// --- lean scale begin ---
 // o = alpha · o over one lane's 64 dims (constant indices into o).
 fn chunk_scale(o_reg: ptr<function, Chunk>, alpha: f32) {
   (*o_reg)[0] *= alpha; (*o_reg)[1] *= alpha; (*o_reg)[2] *= alpha; (*o_reg)[3] *= alpha;
@@ -118,6 +121,7 @@ fn chunk_scale(o_reg: ptr<function, Chunk>, alpha: f32) {
   (*o_reg)[8] *= alpha; (*o_reg)[9] *= alpha; (*o_reg)[10] *= alpha; (*o_reg)[11] *= alpha;
   (*o_reg)[12] *= alpha; (*o_reg)[13] *= alpha; (*o_reg)[14] *= alpha; (*o_reg)[15] *= alpha;
 }
+// --- lean scale end ---
 
 // o = o + p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 over one lane's 64 dims, value row u at slot
 // at + u·stride of v_tile: flash_fwd.wgsl's chunk_update without the alpha.

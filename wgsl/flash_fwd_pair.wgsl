@@ -131,6 +131,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 // --- pair main end ---
 
 // --- pair helpers begin ---
+// --- pair common begin ---
 // 32 floats of one row's q or o: what one invocation holds for each of its two rows; element i
 // holds head dims 4·(part + i·LP) .. +3.
 alias Half = array<vec4<f32>, HALF4>;
@@ -151,6 +152,34 @@ fn pair_load_q(row: u32, part: u32, lp: u32, ok: bool, scale: f32) -> Half {
     q_slot(row, 4u * (part + 6u * lp), ok, scale), q_slot(row, 4u * (part + 7u * lp), ok, scale));
 }
 
+// o = alpha · o over one row's 32 dims.
+fn half_scale(o: ptr<function, Half>, alpha: f32) {
+  (*o)[0] *= alpha; (*o)[1] *= alpha; (*o)[2] *= alpha; (*o)[3] *= alpha;
+  (*o)[4] *= alpha; (*o)[5] *= alpha; (*o)[6] *= alpha; (*o)[7] *= alpha;
+}
+
+// Row qi's 32 dims of o / l into the output (and, from the row's first lane, its lse).
+fn pair_finish(o_reg: ptr<function, Half>, l: f32, m: f32, ok: bool, b: u32, qi: u32, part: u32, lp: u32) {
+  if (!ok) {
+    return;
+  }
+  let safe_l = select(l, 1.0, l == 0.0);
+  let row = (b * params.n_q + qi) * DV;
+  store_o4(row, 4u * part, (*o_reg)[0] / safe_l);
+  store_o4(row, 4u * (part + lp), (*o_reg)[1] / safe_l);
+  store_o4(row, 4u * (part + 2u * lp), (*o_reg)[2] / safe_l);
+  store_o4(row, 4u * (part + 3u * lp), (*o_reg)[3] / safe_l);
+  store_o4(row, 4u * (part + 4u * lp), (*o_reg)[4] / safe_l);
+  store_o4(row, 4u * (part + 5u * lp), (*o_reg)[5] / safe_l);
+  store_o4(row, 4u * (part + 6u * lp), (*o_reg)[6] / safe_l);
+  store_o4(row, 4u * (part + 7u * lp), (*o_reg)[7] / safe_l);
+  if (part == 0u) {
+    lse[b * params.n_q + qi] = select(m + log(safe_l), MASKED_SCORE, l == 0.0);
+  }
+}
+// --- pair common end ---
+
+// --- pair dot begin ---
 // Partial q·k of both rows for the key whose first slot of this lane is c (slots c + i·lp).
 fn key_dot2(q_a: ptr<function, Half>, q_b: ptr<function, Half>, c: u32, lp: u32) -> vec2<f32> {
   let k0 = k_tile[c]; let k1 = k_tile[c + lp]; let k2 = k_tile[c + 2u * lp]; let k3 = k_tile[c + 3u * lp];
@@ -169,12 +198,6 @@ fn pair_dot(q_a: ptr<function, Half>, q_b: ptr<function, Half>, at: u32, stride:
   let s2 = key_dot2(q_a, q_b, at + 2u * stride, lp);
   let s3 = key_dot2(q_a, q_b, at + 3u * stride, lp);
   return Pair(vec4<f32>(s0.x, s1.x, s2.x, s3.x), vec4<f32>(s0.y, s1.y, s2.y, s3.y));
-}
-
-// o = alpha · o over one row's 32 dims.
-fn half_scale(o: ptr<function, Half>, alpha: f32) {
-  (*o)[0] *= alpha; (*o)[1] *= alpha; (*o)[2] *= alpha; (*o)[3] *= alpha;
-  (*o)[4] *= alpha; (*o)[5] *= alpha; (*o)[6] *= alpha; (*o)[7] *= alpha;
 }
 
 // o += p.x·v_0 + p.y·v_1 + p.z·v_2 + p.w·v_3 for both rows, value row u's slot i of this lane at
@@ -232,26 +255,7 @@ fn pair_accumulate(o_a: ptr<function, Half>, o_b: ptr<function, Half>, pa: vec4<
     (*o_b)[7] += pb.x * v0 + pb.y * v1 + pb.z * v2 + pb.w * v3;
   }
 }
-
-// Row qi's 32 dims of o / l into the output (and, from the row's first lane, its lse).
-fn pair_finish(o_reg: ptr<function, Half>, l: f32, m: f32, ok: bool, b: u32, qi: u32, part: u32, lp: u32) {
-  if (!ok) {
-    return;
-  }
-  let safe_l = select(l, 1.0, l == 0.0);
-  let row = (b * params.n_q + qi) * DV;
-  store_o4(row, 4u * part, (*o_reg)[0] / safe_l);
-  store_o4(row, 4u * (part + lp), (*o_reg)[1] / safe_l);
-  store_o4(row, 4u * (part + 2u * lp), (*o_reg)[2] / safe_l);
-  store_o4(row, 4u * (part + 3u * lp), (*o_reg)[3] / safe_l);
-  store_o4(row, 4u * (part + 4u * lp), (*o_reg)[4] / safe_l);
-  store_o4(row, 4u * (part + 5u * lp), (*o_reg)[5] / safe_l);
-  store_o4(row, 4u * (part + 6u * lp), (*o_reg)[6] / safe_l);
-  store_o4(row, 4u * (part + 7u * lp), (*o_reg)[7] / safe_l);
-  if (part == 0u) {
-    lse[b * params.n_q + qi] = select(m + log(safe_l), MASKED_SCORE, l == 0.0);
-  }
-}
+// --- pair dot end ---
 // --- pair helpers end ---
 
 // #include flash_fwd_subgroup.wgsl masked

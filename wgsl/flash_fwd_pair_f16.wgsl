@@ -36,12 +36,14 @@ const HALF4: u32 = 8u;
 // #include flash_fwd.wgsl params
 
 @group(0) @binding(0) var<uniform> params: Params;
+// --- f16 bindings begin ---
 @group(0) @binding(1) var<storage, read> q: array<f16>;
 @group(0) @binding(2) var<storage, read> k: array<f16>;
 @group(0) @binding(3) var<storage, read> v: array<f16>;
 @group(0) @binding(4) var<storage, read> mask_bits: array<u32>;
 @group(0) @binding(5) var<storage, read_write> o: array<f16>;
 @group(0) @binding(6) var<storage, read_write> lse: array<f32>;
+// --- f16 bindings end ---
 
 var<workgroup> k_tile: array<vec4<f32>, BC * KS * CHUNK4>;   // float32: widened once, when staged
 var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
@@ -54,7 +56,7 @@ var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 
 // #include flash_fwd.wgsl basics
 
-// --- float16 io: each element widened to float32 as it is read, rounded to float16 as stored ---
+// --- f16 io begin: each element widened to float32 as it is read, rounded to float16 as stored ---
 
 // #include flash_fwd.wgsl present
 
@@ -97,5 +99,6 @@ fn store_o4(row: u32, col: u32, y: vec4<f32>) {
   if (n > 2u) { o[row + col + 2u] = f16(y.z); }
   if (n > 3u) { o[row + col + 3u] = f16(y.w); }
 }
+// --- f16 io end ---
 
 // #include flash_fwd.wgsl allowed

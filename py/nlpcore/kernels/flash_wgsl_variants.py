@@ -25,6 +25,13 @@ subgroup tier 19.8 and the float16 tier 16.3; what bounds them was inferred, nev
   staged element widened to float32 once, as the workgroup copies it, instead of once per use
   (the f16 tier converts every staged element in every row that reads it). Does the f16 tier,
   with the issue's float32 scores, m, l and accumulator, run at the float32 kernel's speed?
+- ``lean-fma``, ``pair-fma``, ``pair-fma-f16`` (``wgsl/flash_fwd_lean_fma.wgsl``,
+  ``flash_fwd_pair_fma.wgsl``, ``flash_fwd_pair_fma_f16.wgsl``): ``lean``, ``pair`` and
+  ``pair-f16`` with every multiply-add written as an ``fma()`` into a running sum, instead of
+  ``dot()`` of vec4 slots added together and ``o += p.x·v0 + ... + p.w·v3``: as written, 32
+  instructions for 32 multiply-adds of q·k instead of 39, and 4 for 4 of o instead of 5. Is the
+  kernel bound by the instructions it issues? Their mirrors are those of the shaders they
+  rewrite (an fma() rounds once where a·b + c rounds twice; within the shader bar).
 
 What the H200 answered (bench/results/webgpu_h200_probe_candidates.json, one process beside the
 tiers, both engines; its numbers are quoted by bench/webgpu_tiers.py's TIER_LIMITS): ``pair``
@@ -105,6 +112,15 @@ VARIANTS = {v.name: v for v in (
             ("subgroups", "shader-f16"),
             "pair on float16 data, widened to float32 once as it is staged: does the f16 tier run at the "
             "float32 kernel's speed?"),
+    Variant("lean-fma", "flash_fwd_lean_fma.wgsl", 1, "contiguous", "lane order", "f32", "portable", (),
+            "lean with every multiply-add an fma() into a running sum: does the portable kernel issue more "
+            "instructions than its multiply-adds need?"),
+    Variant("pair-fma", "flash_fwd_pair_fma.wgsl", 2, "interleaved", "butterfly", "f32", "subgroup", ("subgroups",),
+            "pair with every multiply-add an fma() into a running sum: once its reads are halved, is pair bound "
+            "by the instructions it issues?"),
+    Variant("pair-fma-f16", "flash_fwd_pair_fma_f16.wgsl", 2, "interleaved", "butterfly", "f16", "f16",
+            ("subgroups", "shader-f16"),
+            "pair-f16 with pair-fma's fma() chains: does the f16 tier keep what they gain?"),
 )}
 """The variants by name."""
 
