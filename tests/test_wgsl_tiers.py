@@ -1,6 +1,7 @@
 """The tiled kernel's tiers beyond the portable one (nlpcore.kernels.tiling.TIERS).
 
-- subgroup (wgsl/flash_fwd_subgroup.wgsl) and f16 (wgsl/flash_fwd_f16.wgsl): their NumPy mirror
+- subgroup (wgsl/flash_fwd_pair_fma.wgsl, mirrored by flash_wgsl_variants) and f16
+  (wgsl/flash_fwd_f16.wgsl): their NumPy mirror
   against float64, and the shaders on lavapipe through wgpu-py (which offers ``subgroup`` and
   ``shader-f16`` there) against the mirror: ragged tiles, causal, masks, fully masked rows,
   Nq != Nk, batch and heads, d = 64 and 128 (KS = 2, where the subgroup tier differs).

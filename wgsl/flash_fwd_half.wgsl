@@ -148,7 +148,7 @@ fn half_accumulate(o: ptr<function, Half>, p: vec4<f32>, at: u32, stride: u32, l
 
 // #include flash_fwd_pair.wgsl pair helpers
 
-// #include flash_fwd_subgroup.wgsl masked
+// #include flash_fwd_pair.wgsl masked
 
 // #include flash_fwd.wgsl basics
 

@@ -263,7 +263,7 @@ fn scores(at: u32, f: f32, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> v
   return masked(s, ok, b, qi, kj, n_live);
 }
 
-// #include flash_fwd_subgroup.wgsl masked
+// #include flash_fwd_pair.wgsl masked
 
 // #include flash_fwd.wgsl chunk update
 

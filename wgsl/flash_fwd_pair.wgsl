@@ -1,31 +1,40 @@
-// flash_fwd_pair.wgsl — a benchmark variant of the subgroup tier (bench/webgpu_tiers.py
-// --tier-variants, nlpcore.kernels.flash_wgsl_variants "pair"): two query rows per invocation
-// as flash_fwd_subgroup.wgsl (read it, and flash_fwd.wgsl, first), with the head dims of a row
-// dealt to its lanes INTERLEAVED, and flash_fwd_lean.wgsl's softmax bookkeeping.
+// flash_fwd_pair.wgsl — the float32 kernel for adapters with `subgroups`, written for reading:
+// two query rows per invocation, the head dims of a row dealt to its lanes INTERLEAVED, partial
+// scores added by subgroup shuffles, and flash_fwd_lean.wgsl's softmax bookkeeping. The subgroup
+// tier runs flash_fwd_pair_fma.wgsl, which is this file with its two inner products written as
+// fma() chains; the benchmarks also time this one (nlpcore.kernels.flash_wgsl_variants "pair").
+// Read flash_fwd.wgsl first.
 //
 //   O = softmax(scale · Q Kᵀ, masked) V        lse = log Σ_j exp(scale · q·k_j)   (per query row)
 //
-// The question it asks of the H200 (issue 25): are reads of workgroup memory what bounds the
-// float32 kernel? An invocation that owns two rows reads each staged key or value slot once for
-// both, half the reads per multiply-add of flash_fwd.wgsl, and flash_fwd_subgroup.wgsl ran no
-// faster on the H200. But there the LP = 2·KS invocations of a row pair own CONTIGUOUS 32-dim
-// halves: lane 0 reads slot c, lane 1 slot c + 8, 128 bytes further, which is the same bank of
-// workgroup memory (32 banks of 4 bytes), so each read of the warp is served in two passes —
-// as many passes as flash_fwd.wgsl's one-row reads (every invocation of a warp reading the same
-// slot is one broadcast). Here lane `part` owns slots part, part + LP, part + 2·LP, ... of a key
-// or value row, so the LP lanes of a row pair read LP neighbouring 16-byte slots (at most 128
-// bytes: different banks, one pass) and every row pair of the warp reads the same ones.
+// Why two rows, and why interleaved (issue 25). In flash_fwd.wgsl an invocation owns one row and
+// 64 of its head dims, so every staged key or value slot it reads from workgroup memory feeds
+// four multiply-adds of one row. Here an invocation owns TWO rows and 32 of their head dims (q
+// and o: 2 x 32 floats each, the same 128 registers), so every slot it reads serves both rows:
+// half the reads per multiply-add. How the LP = 2·KS lanes of a row pair split a row matters.
+// The subgroup tier's first shader gave them CONTIGUOUS 32-dim halves: lane 0 read slot c, lane 1
+// slot c + 8, 128 bytes further, the same bank of workgroup memory (32 banks of 4 bytes), so each
+// read of the warp took two passes, as many as flash_fwd.wgsl's one-row reads (every invocation
+// of a warp reading the same slot is one broadcast); it ran no faster than flash_fwd.wgsl on the
+// H200. Here lane `part` owns slots part, part + LP, part + 2·LP, ... of a key or value row, so
+// the LP lanes of a row pair read LP neighbouring 16-byte slots (at most 128 bytes: different
+// banks, one pass) and every row pair of the warp reads the same ones; this layout ran 23-24 %
+// faster than the contiguous one there (bench/results/webgpu_h200_probe_candidates.json; the bank
+// conflicts are an inference, not profiled).
 //
 // Per four keys g .. g+3, each invocation (rows a and b, 8 slots of each of q and o):
 //   s_a, s_b  partial q·k over its 32 dims, each key slot read once for both rows; then the LP
-//             lanes add their partials by a butterfly of subgroupShuffleXor (as
-//             flash_fwd_subgroup.wgsl), so all LP hold the full scores
+//             lanes add their partials by a butterfly of subgroupShuffleXor (a register
+//             exchange: no workgroup memory, no barrier), so all LP hold the full scores
 //   per row   flash_fwd_lean.wgsl's softmax: masked only in tiles that need it, o and l rescaled
 //             only when the row's max moves
 //   o_a, o_b  o += Σ_u p_u · v_{g+u} over its 32 dims, each value slot read once for both rows
 // Requirements (checked by the plan, flash_wgsl_variants.plan): BR even, KS a power of two and
-// LP = 2·KS at most the adapter's smallest subgroup. Its mirror:
-// nlpcore.kernels.flash_wgsl_variants.forward(..., variant="pair").
+// LP = 2·KS at most the adapter's smallest subgroup (subgroupMinSize), so a row pair's lanes never
+// straddle subgroups (invocations are grouped into subgroups by consecutive
+// local_invocation_index, which Vulkan, Metal and D3D do for a one-dimensional workgroup; WGSL
+// itself does not promise it). Its mirror: nlpcore.kernels.flash_wgsl_variants.forward(...,
+// variant="pair").
 //
 // Override constants BR, BC, D, DV, KS (no SPART); workgroup memory k_tile and v_tile only,
 // 14336 bytes at d = 64 (tiling.plan(..., tier="subgroup")); global memory and dispatch as
@@ -258,7 +267,15 @@ fn pair_accumulate(o_a: ptr<function, Half>, o_b: ptr<function, Half>, pa: vec4<
 // --- pair dot end ---
 // --- pair helpers end ---
 
-// #include flash_fwd_subgroup.wgsl masked
+// --- masked begin: the int8 tier and the pair variants include it ---
+// Scores s of keys kj .. kj+3 for query qi with the masked, absent (n_live of four exist) or
+// past-the-end (ok false) ones set to the sentinel.
+fn masked(s: vec4<f32>, ok: bool, b: u32, qi: u32, kj: u32, n_live: u32) -> vec4<f32> {
+  let live = vec4<bool>(ok && 0u < n_live && allowed(b, qi, kj), ok && 1u < n_live && allowed(b, qi, kj + 1u),
+                        ok && 2u < n_live && allowed(b, qi, kj + 2u), ok && 3u < n_live && allowed(b, qi, kj + 3u));
+  return select(vec4<f32>(MASKED_SCORE), s, live);
+}
+// --- masked end ---
 
 // #include flash_fwd.wgsl basics
 

@@ -1,13 +1,13 @@
-// flash_fwd_pair_fma.wgsl — flash_fwd_pair.wgsl with its multiply-adds written as fma() chains
-// (a benchmark variant beside the subgroup tier: bench/webgpu_tiers.py --tier-variants,
-// nlpcore.kernels.flash_wgsl_variants "pair-fma"). Read flash_fwd_pair.wgsl first: the tiles,
-// lanes, butterfly, softmax and stores are its regions, included below; only the two inner
-// products differ.
+// flash_fwd_pair_fma.wgsl — the subgroup tier's shader (nlpcore.kernels.tiling.TIERS): the float32
+// kernel for adapters with `subgroups`, flash_fwd_pair.wgsl with its multiply-adds written as
+// fma() chains. Read flash_fwd_pair.wgsl first (and flash_fwd.wgsl before it): the tiles, lanes,
+// butterfly, softmax and stores are its regions, included below; only the two inner products
+// differ. The benchmarks time both (nlpcore.kernels.flash_wgsl_variants "pair", "pair-fma").
 //
 //   O = softmax(scale · Q Kᵀ, masked) V        lse = log Σ_j exp(scale · q·k_j)   (per query row)
 //
-// The question it asks of the H200 (issue 25): once workgroup-memory reads are halved (pair),
-// is the kernel bound by how many instructions it issues? A GPU multiprocessor issues one warp
+// Why fma() (issue 25): once workgroup-memory reads are halved (pair), is the kernel bound by
+// how many instructions it issues? A GPU multiprocessor issues one warp
 // instruction a cycle per scheduler, so an fp32 kernel reaches the float32 peak only if nearly
 // every instruction it issues is a fused multiply-add. flash_fwd_pair.wgsl writes
 //   q·k  as dot(q_i, k_i) summed over 8 slots: each dot() of two vec4 is a multiply and three
@@ -19,8 +19,11 @@
 // per score (eight independent chains an invocation: four keys of two rows), and o takes
 // o = fma(p_u, v_u, o) four times per slot: 32 and 4 instructions for 32 and 4 multiply-adds
 // (instruction counts as written; what the driver's compiler emits was not read).
+// On the H200 this file ran 10-11 % faster than flash_fwd_pair.wgsl through both engines
+// (bench/results/webgpu_h200_probe_fma.json), so the answer there is yes, in part.
 // Rounding: each fma() rounds once where a·b + c rounds twice; its mirror is pair's
-// (flash_wgsl_variants.forward(..., variant="pair-fma")), within the shader bar.
+// (nlpcore.kernels.flash_wgsl_mirror.lean_workgroup, which flash_wgsl_mirror.forward(...,
+// tier="subgroup") runs), within the shader bar.
 //
 // Override constants, workgroup memory (14336 bytes at d = 64) and requirements: pair's.
 
@@ -145,7 +148,7 @@ fn pair_accumulate(o_a: ptr<function, Half>, o_b: ptr<function, Half>, pa: vec4<
 }
 // --- fma dot end ---
 
-// #include flash_fwd_subgroup.wgsl masked
+// #include flash_fwd_pair.wgsl masked
 
 // #include flash_fwd.wgsl basics
 

@@ -36,7 +36,7 @@ var<workgroup> v_tile: array<vec4<f32>, BC * KS * CHUNK4>;
 
 // #include flash_fwd_pair_fma.wgsl fma dot
 
-// #include flash_fwd_subgroup.wgsl masked
+// #include flash_fwd_pair.wgsl masked
 
 // #include flash_fwd.wgsl basics
 

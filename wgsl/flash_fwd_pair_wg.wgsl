@@ -132,7 +132,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>,
 
 // #include flash_fwd_pair.wgsl pair helpers
 
-// #include flash_fwd_subgroup.wgsl masked
+// #include flash_fwd_pair.wgsl masked
 
 // #include flash_fwd.wgsl basics
 

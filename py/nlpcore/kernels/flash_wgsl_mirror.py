@@ -7,8 +7,10 @@ of q, its output accumulator and its running max m and sum l in registers, while
 tiles K_j, V_j stream through ``var<workgroup>`` memory (the online softmax of Milakov &
 Gimelshein 2018, arXiv:1805.02867). :func:`forward` below does the same steps in the same order
 with the same names, in float32, so the GPU and this mirror agree to float32 rounding (with
-``tier="subgroup"`` or ``"f16"``, of ``wgsl/flash_fwd_subgroup.wgsl`` or ``flash_fwd_f16.wgsl``,
-which differ only in how a row's score is summed or in the width of the stored data). Where
+``tier="f16"``, of ``wgsl/flash_fwd_f16.wgsl``, which differs only in the width of the stored
+data; the subgroup tier's ``wgsl/flash_fwd_pair_fma.wgsl`` splits rows and bookkeeps the softmax
+differently, and :func:`lean_workgroup` re-enacts it, as it does the benchmark variants of
+:mod:`nlpcore.kernels.flash_wgsl_variants`). Where
 the shader's invocations each hold a row slice in registers, the mirror holds all of them in
 one array indexed [row, lane, ...] and does a whole tile in one NumPy statement; the barriers
 sit between those statements in both.
@@ -43,11 +45,16 @@ never mistaken for (or overflows near) the sentinel."""
 
 FLASH_SHADER = "flash_fwd.wgsl"
 NAIVE_SHADER = "attention_naive.wgsl"
-TIER_SHADERS = {"portable": FLASH_SHADER, "subgroup": "flash_fwd_subgroup.wgsl", "f16": "flash_fwd_f16.wgsl",
+TIER_SHADERS = {"portable": FLASH_SHADER, "subgroup": "flash_fwd_pair_fma.wgsl", "f16": "flash_fwd_f16.wgsl",
                 "int8": "flash_fwd_int8.wgsl"}
 """The shader of each tier of the tiled kernel (nlpcore.kernels.tiling.TIERS). The portable,
-subgroup and f16 tiers share this module's layout and mirror; the int8 tier's are in
-:mod:`nlpcore.kernels.flash_wgsl_int8`."""
+subgroup and f16 tiers share this module's layout (bindings, override constants, dispatch) and
+mirror (:func:`forward`); the int8 tier's are in :mod:`nlpcore.kernels.flash_wgsl_int8`."""
+SUBGROUP_VARIANT = "pair-fma"
+"""The subgroup tier's shader under its name among nlpcore.kernels.flash_wgsl_variants (which the
+benchmarks time beside the tiers): two rows an invocation, lanes interleaved, fma() chains. It
+became the tier's shader after the H200 ran it 36-37 % faster than the tier's first shader (two
+rows an invocation, lanes holding contiguous halves; bench/results/webgpu_h200_probe_fma.json)."""
 TIER_FEATURES = {"portable": [], "subgroup": ["subgroups"], "f16": ["shader-f16"],
                  "int8": ["subgroups", "chromium-experimental-subgroup-matrix"]}
 """WebGPU features (standard names) a device needs for each tier."""
@@ -358,9 +365,11 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
             padding mask. Any such mask is supported (the shader reads it as packed bits).
         scale: score scale, default 1/sqrt(d).
         plan: tile plan, default ``tiling.plan_for(tier, d, dv=dv)``.
-        tier: "portable" (float32), "subgroup" (float32; each row's score added from 32-dim
-            partials in the shuffle butterfly's order) or "f16" (q, k, v rounded to float16, float32
-            arithmetic, o rounded to float16 once, as flash_fwd_f16.wgsl stores it).
+        tier: "portable" (float32), "subgroup" (float32, flash_fwd_pair_fma.wgsl: two rows an
+            invocation, each row's score added from 32-dim interleaved partials in the shuffle
+            butterfly's order, o and l rescaled only when a row's max moves) or "f16" (q, k, v
+            rounded to float16, float32 arithmetic, o rounded to float16 once, as
+            flash_fwd_f16.wgsl stores it).
 
     Returns:
         o: (..., Nq, dv) float32 (float16 for the f16 tier), 0 in rows with no allowed key.
@@ -374,12 +383,16 @@ def forward(q, k, v, *, causal: bool = False, mask=None, scale=None,
     t_r = -(-n_q // launch.plan.br)
     for b in range(n_batch):  # workgroup_id.z
         for i in range(t_r):  # workgroup_id.x
-            _workgroup(launch, b, i, o, lse)
+            if tier == "subgroup":  # flash_fwd_pair_fma.wgsl: two rows, interleaved lanes, butterfly
+                lean_workgroup(launch, "interleaved", "butterfly", b, i, o, lse)
+            else:
+                _workgroup(launch, b, i, o, lse)
     return _decode(o, lse, launch.batch + (n_q,), dv, np.float16 if tier == "f16" else np.float32)
 
 
 def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
-    """One workgroup of ``flash_fwd.wgsl``'s ``main``: query tile i of batch entry b.
+    """One workgroup of ``flash_fwd.wgsl``'s ``main`` (or flash_fwd_f16.wgsl's): query tile i of
+    batch entry b.
 
     The shader's invocation t owns row r = t // KS as lane t % KS, with 64 head dims of the
     row's q and o (CHUNK4 vec4 slots) in registers; here one array holds what all invocations of
@@ -417,21 +430,12 @@ def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -
         v_tile.reshape(BC, -1)[:cols, :DV] = launch.v[b, k0:k0 + cols]
 
         # KS > 1: every lane's partial q·k over its 64 dims, for each key of the tile.
-        if KS > 1 and launch.tier != "subgroup":
+        if KS > 1:
             s_part = np.einsum("rsx,csx->rsc", q_reg, k_tile)  # (BR, KS, BC)
 
         # Four keys g .. g+3 at a time.
         for g in range(0, BC, 4):
-            if launch.tier == "subgroup":  # 2·KS invocations of 32 dims a row, then the butterfly
-                lp = 2 * KS
-                part = np.einsum("rsx,usx->rsu", q_reg.reshape(BR, lp, CHUNK // 2),
-                                 k_tile[g:g + 4].reshape(4, lp, CHUNK // 2))  # (BR, LP, 4)
-                w = 1
-                while w < lp:
-                    part = part + part[:, np.arange(lp) ^ w]
-                    w *= 2
-                s = part[:, 0]
-            elif KS == 1:
+            if KS == 1:
                 s = np.matmul(q_reg[:, 0], k_tile[g:g + 4, 0].T)  # (BR, 4)
             else:  # the row's KS partial sums, added in lane order
                 s = np.zeros((BR, 4), dtype=np.float32)
@@ -457,6 +461,96 @@ def _workgroup(launch: Launch, b: int, i: int, o: np.ndarray, lse: np.ndarray) -
     out = b * n_q + q0
     o_rows = (o_reg.reshape(BR, KS * CHUNK) / safe_l[:, None])[:, :DV]
     o.reshape(-1, DV)[out:out + rows] = o_rows[row_ok]
+    lse[out:out + rows] = np.where(l == 0, MASKED_SCORE, m + np.log(safe_l))[row_ok]
+
+
+def lane_partials(q_reg: np.ndarray, keys: np.ndarray, lanes: str, ks: int) -> np.ndarray:
+    """Each lane's partial q·k: (Br, lanes, u) for q_reg (Br, KS·64) and keys (u, KS·64).
+
+    ``"contiguous"``: lane s of a row holds head dims [64·s, 64·s + 64) (KS lanes).
+    ``"interleaved"``: the 2·KS lanes of a row (or row pair) deal its vec4 slots round robin,
+    lane s holding slots s, s + 2·KS, s + 4·KS, ... (flash_fwd_pair.wgsl's interleaving)."""
+    br = q_reg.shape[0]
+    if lanes == "contiguous":
+        return np.einsum("rlx,ulx->rlu", q_reg.reshape(br, ks, -1), keys.reshape(len(keys), ks, -1))
+    count = 2 * ks
+    per = tiling.CHUNK4 * ks // count  # slots of a row each lane holds (8)
+    return np.einsum("rilx,uilx->rlu", q_reg.reshape(br, per, count, 4), keys.reshape(len(keys), per, count, 4))
+
+
+def lean_workgroup(launch: Launch, lanes: str, adds: str, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
+    """One workgroup of the ``main`` of a kernel with flash_fwd_lean.wgsl's bookkeeping (the
+    subgroup tier's flash_fwd_pair_fma.wgsl and the benchmark variants of
+    :mod:`nlpcore.kernels.flash_wgsl_variants`): query tile i of batch entry b, every
+    invocation's registers in one array indexed [row, dim] (a row's lanes side by side).
+    ``lanes`` ("contiguous" or "interleaved", :func:`lane_partials`) and ``adds`` ("lane order"
+    through ``s_part``, or "butterfly" by subgroup shuffles) say how a row's score is split and
+    summed."""
+    p = launch.plan
+    BR, BC, D, DV, KS = p.br, p.bc, p.d, p.dv, p.ks
+    width = 4 * tiling.CHUNK4 * KS  # head dims a row keeps in registers, zero-padded past D, DV
+    n_q, n_k = launch.q.shape[1], launch.k.shape[1]
+    q0 = i * BR  # first query row of the tile
+    rows = min(BR, n_q - q0)  # Br, or fewer in the ragged last tile
+    r = np.arange(BR)
+    row_ok = r < rows  # rows past the end compute (with q = 0) but store nothing
+
+    q_reg = np.zeros((BR, width), dtype=np.float32)
+    q_reg[:rows, :D] = launch.q[b, q0:q0 + rows]
+    q_reg = launch.scale * q_reg  # (BR, width), pre-scaled
+    o_reg = np.zeros((BR, width), dtype=np.float32)
+    m = np.full(BR, MASKED_SCORE, dtype=np.float32)
+    l = np.zeros(BR, dtype=np.float32)
+
+    t_c = -(-n_k // BC)
+    j_end = min(t_c, -(-(q0 + rows) // BC)) if launch.causal else t_c
+    for j in range(j_end):
+        k0 = j * BC
+        cols = min(BC, n_k - k0)
+        k_tile = np.zeros((BC, width), dtype=np.float32)  # staged as float32 whatever the data
+        k_tile[:cols, :D] = launch.k[b, k0:k0 + cols]
+        v_tile = np.zeros((BC, width), dtype=np.float32)
+        v_tile[:cols, :DV] = launch.v[b, k0:k0 + cols]
+        # full: no score of this tile needs the sentinel (uniform over the workgroup)
+        full = not launch.has_mask and cols == BC and (not launch.causal or k0 + BC <= q0 + 1)
+
+        for g in range(0, BC, 4):
+            part = lane_partials(q_reg, k_tile[g:g + 4], lanes, KS)  # (BR, lanes, 4)
+            if adds == "lane order":  # s_part's partial sums, added in lane order
+                s = part[:, 0]
+                for lane in range(1, part.shape[1]):
+                    s = s + part[:, lane]
+            else:  # the butterfly: after the step with mask w, lane x holds part[x] + part[x ^ w]
+                count = part.shape[1]
+                w = 1
+                while w < count:
+                    part = part + part[:, np.arange(count) ^ w]
+                    w *= 2
+                s = part[:, 0]  # every lane holds the same sums (addition commutes)
+            if not full:
+                live = np.zeros((BR, 4), dtype=bool)
+                n_live = max(0, min(4, cols - g))
+                live[:rows, :n_live] = allowed(launch, b, q0 + r[:rows, None],
+                                                      k0 + g + np.arange(n_live)[None, :])
+                s = np.where(live, s, MASKED_SCORE)
+
+            # the lean softmax: rescale l and o only in the rows whose max moved
+            m_new = np.maximum(m, s.max(axis=1))  # (BR,)
+            moved = m_new > m
+            alpha = np.exp(np.where(moved, m - m_new, np.float32(0)))
+            l = np.where(moved, alpha * l, l)
+            o_reg = np.where(moved[:, None], alpha[:, None] * o_reg, o_reg)
+            m = m_new
+            pr = np.exp(s - m[:, None])  # (BR, 4)
+            if not full:
+                pr = np.where(s == MASKED_SCORE, np.float32(0), pr)
+            l = l + ((pr[:, 0] + pr[:, 1]) + (pr[:, 2] + pr[:, 3]))
+            o_reg = o_reg + np.matmul(pr, v_tile[g:g + 4])  # (BR, width)
+
+    # o = o / l and lse = m + log l; a row with no allowed key: o = 0, lse = MASKED_SCORE.
+    safe_l = np.where(l == 0, np.float32(1), l)
+    out = b * n_q + q0
+    o.reshape(-1, DV)[out:out + rows] = (o_reg / safe_l[:, None])[:, :DV][row_ok]
     lse[out:out + rows] = np.where(l == 0, MASKED_SCORE, m + np.log(safe_l))[row_ok]
 
 

@@ -274,86 +274,9 @@ def forward(q, k, v, *, variant: str, causal: bool = False, mask=None, scale=Non
     return mirror._decode(o, lse, launch.batch + (n_q,), dv, np.float16 if var.data == "f16" else np.float32)
 
 
-def lane_partials(q_reg: np.ndarray, keys: np.ndarray, lanes: str, ks: int) -> np.ndarray:
-    """Each lane's partial q·k: (Br, lanes, u) for q_reg (Br, KS·64) and keys (u, KS·64).
-
-    ``"contiguous"``: lane s of a row holds head dims [64·s, 64·s + 64) (KS lanes).
-    ``"interleaved"``: the 2·KS lanes of a row (or row pair) deal its vec4 slots round robin,
-    lane s holding slots s, s + 2·KS, s + 4·KS, ... (flash_fwd_pair.wgsl's interleaving)."""
-    br = q_reg.shape[0]
-    if lanes == "contiguous":
-        return np.einsum("rlx,ulx->rlu", q_reg.reshape(br, ks, -1), keys.reshape(len(keys), ks, -1))
-    count = 2 * ks
-    per = tiling.CHUNK4 * ks // count  # slots of a row each lane holds (8)
-    return np.einsum("rilx,uilx->rlu", q_reg.reshape(br, per, count, 4), keys.reshape(len(keys), per, count, 4))
+lane_partials = mirror.lane_partials
 
 
 def _workgroup(launch: mirror.Launch, var: Variant, b: int, i: int, o: np.ndarray, lse: np.ndarray) -> None:
-    """One workgroup of the variant's ``main``: query tile i of batch entry b, every invocation's
-    registers in one array indexed [row, dim] (a row's lanes side by side)."""
-    p = launch.plan
-    BR, BC, D, DV, KS = p.br, p.bc, p.d, p.dv, p.ks
-    width = 4 * tiling.CHUNK4 * KS  # head dims a row keeps in registers, zero-padded past D, DV
-    n_q, n_k = launch.q.shape[1], launch.k.shape[1]
-    q0 = i * BR  # first query row of the tile
-    rows = min(BR, n_q - q0)  # Br, or fewer in the ragged last tile
-    r = np.arange(BR)
-    row_ok = r < rows  # rows past the end compute (with q = 0) but store nothing
-
-    q_reg = np.zeros((BR, width), dtype=np.float32)
-    q_reg[:rows, :D] = launch.q[b, q0:q0 + rows]
-    q_reg = launch.scale * q_reg  # (BR, width), pre-scaled
-    o_reg = np.zeros((BR, width), dtype=np.float32)
-    m = np.full(BR, MASKED_SCORE, dtype=np.float32)
-    l = np.zeros(BR, dtype=np.float32)
-
-    t_c = -(-n_k // BC)
-    j_end = min(t_c, -(-(q0 + rows) // BC)) if launch.causal else t_c
-    for j in range(j_end):
-        k0 = j * BC
-        cols = min(BC, n_k - k0)
-        k_tile = np.zeros((BC, width), dtype=np.float32)  # staged as float32 whatever the data
-        k_tile[:cols, :D] = launch.k[b, k0:k0 + cols]
-        v_tile = np.zeros((BC, width), dtype=np.float32)
-        v_tile[:cols, :DV] = launch.v[b, k0:k0 + cols]
-        # full: no score of this tile needs the sentinel (uniform over the workgroup)
-        full = not launch.has_mask and cols == BC and (not launch.causal or k0 + BC <= q0 + 1)
-
-        for g in range(0, BC, 4):
-            part = lane_partials(q_reg, k_tile[g:g + 4], var.lanes, KS)  # (BR, lanes, 4)
-            if var.adds == "lane order":  # s_part's partial sums, added in lane order
-                s = part[:, 0]
-                for lane in range(1, part.shape[1]):
-                    s = s + part[:, lane]
-            else:  # the butterfly: after the step with mask w, lane x holds part[x] + part[x ^ w]
-                lanes = part.shape[1]
-                w = 1
-                while w < lanes:
-                    part = part + part[:, np.arange(lanes) ^ w]
-                    w *= 2
-                s = part[:, 0]  # every lane holds the same sums (addition commutes)
-            if not full:
-                live = np.zeros((BR, 4), dtype=bool)
-                n_live = max(0, min(4, cols - g))
-                live[:rows, :n_live] = mirror.allowed(launch, b, q0 + r[:rows, None],
-                                                      k0 + g + np.arange(n_live)[None, :])
-                s = np.where(live, s, MASKED_SCORE)
-
-            # the lean softmax: rescale l and o only in the rows whose max moved
-            m_new = np.maximum(m, s.max(axis=1))  # (BR,)
-            moved = m_new > m
-            alpha = np.exp(np.where(moved, m - m_new, np.float32(0)))
-            l = np.where(moved, alpha * l, l)
-            o_reg = np.where(moved[:, None], alpha[:, None] * o_reg, o_reg)
-            m = m_new
-            pr = np.exp(s - m[:, None])  # (BR, 4)
-            if not full:
-                pr = np.where(s == MASKED_SCORE, np.float32(0), pr)
-            l = l + ((pr[:, 0] + pr[:, 1]) + (pr[:, 2] + pr[:, 3]))
-            o_reg = o_reg + np.matmul(pr, v_tile[g:g + 4])  # (BR, width)
-
-    # o = o / l and lse = m + log l; a row with no allowed key: o = 0, lse = MASKED_SCORE.
-    safe_l = np.where(l == 0, np.float32(1), l)
-    out = b * n_q + q0
-    o.reshape(-1, DV)[out:out + rows] = (o_reg / safe_l[:, None])[:, :DV][row_ok]
-    lse[out:out + rows] = np.where(l == 0, MASKED_SCORE, m + np.log(safe_l))[row_ok]
+    """One workgroup of the variant's ``main`` (flash_wgsl_mirror.lean_workgroup, by its lanes and adds)."""
+    mirror.lean_workgroup(launch, var.lanes, var.adds, b, i, o, lse)

@@ -63,8 +63,8 @@ _DTYPE_BYTES = (2, 4)  # float16 tiles (the float16 tier) or float32 tiles
 TIERS = ("portable", "subgroup", "f16", "int8")
 """The kernel's tiers, slowest and most portable first (each needs more of the adapter):
 ``portable`` wgsl/flash_fwd.wgsl, float32, WebGPU's default 16384 bytes (what every adapter has);
-``subgroup`` wgsl/flash_fwd_subgroup.wgsl, float32, row partials added by subgroup shuffles
-(``subgroups``), also within the default budget; ``f16`` wgsl/flash_fwd_f16.wgsl, float16 data,
+``subgroup`` wgsl/flash_fwd_pair_fma.wgsl, float32, two rows an invocation, row partials added by
+subgroup shuffles (``subgroups``), also within the default budget; ``f16`` wgsl/flash_fwd_f16.wgsl, float16 data,
 float32 arithmetic (``shader-f16``), sized from the adapter's workgroup storage; ``int8``
 wgsl/flash_fwd_int8.wgsl, S = QKᵀ on int8 subgroup matrices (tensor cores,
 ``chromium-experimental-subgroup-matrix`` with an i8 x i8 -> i32 configuration), sized likewise."""
