@@ -541,52 +541,57 @@ TIER_TARGETS = (("portable", 30.0), ("subgroup", 30.0), ("f16", 40.0), ("int8", 
 portable target counts the subgroup variant too (it is float32 on any subgroup adapter)."""
 
 
+RECORD = "bench/results/webgpu_h200.json"
+"""The recorded run of the tiers, whose numbers :data:`TIER_LIMITS` quotes: the tiers and every
+variant of :data:`VARIANTS` timed in one process, both engines (tests/test_wgsl_variants.py holds
+the quoted numbers equal to the record's)."""
+
 CANDIDATES = "bench/results/webgpu_h200_probe_candidates.json"
-"""The H200 probe of issue 25's candidate shaders (nlpcore.kernels.flash_wgsl_variants) beside the
-tiers, whose numbers :data:`TIER_LIMITS` quotes (tests/test_wgsl_variants.py holds them equal)."""
+"""The H200 probe in which issue 25's first candidates ran beside the subgroup tier's first shader
+(wgsl/flash_fwd_subgroup.wgsl, since removed: two rows an invocation, lanes holding contiguous
+halves of a row); :data:`TIER_LIMITS` quotes what pair gained over that shader from it."""
 
 TIER_LIMITS = {
     "portable": "float32 on CUDA cores (WebGPU's portable subset has no matrix units); the same speed through Dawn and "
                 "wgpu-py, and with 16-key tiles as with 28 (variants), so neither the compiler nor the barriers per "
                 "tile set it. Taking the score multiply-adds away does not help much either: the int8 tier, whose "
                 "scores come from the tensor cores, runs about as fast, so the per-key online softmax and the float32 "
-                "P·V with its workgroup-memory reads bound it. Issue 25's candidates, timed in one process beside "
-                "the tiers (" + CANDIDATES + ", N = 16384, 16 heads, d = 64, no mask; this tier 20.1 / 20.1 "
-                "TFLOP/s there, Dawn / wgpu-py), split that: FlashAttention-2's bookkeeping (lean: masks only the "
-                "tiles that need them, rescales o and l only when a row's max moves, instead of every four keys) "
-                "runs at 21.2 / 21.2 (+5 to +6 %), a small part; twice the warps with half the registers each "
-                "(half: one row per two invocations) is slower, 17.2 / 17.5, and 19.5 / 19.5 with 64 rows a "
-                "workgroup (half-br64), so the kernel is not short of warps (what half's shuffles cost is not "
-                "separated); two rows an invocation without subgroups (pair-wg: the row pair's partial scores "
-                "through workgroup memory, one more barrier a tile, 8-key tiles) runs at 21.1 / 20.6, no faster "
-                "than lean, so the portable subset keeps none of what pair gains in the subgroup tier beyond the "
-                "bookkeeping. Causal runs at 0.56x the non-causal time (tiles above the diagonal skipped); the "
-                "earlier 2x-slower causal rows were dispatches timed while the GPU's clock was still idling low",
-    "subgroup": "two rows an invocation (half the workgroup-memory reads per multiply-add) ran no faster than the "
-                "portable tier through both engines once the clock was warm; by inference (not profiled) its two "
-                "lanes of a row pair read slots 128 bytes apart, the same bank of workgroup memory, so each read "
-                "takes two passes, as many as the portable tier's twice as many reads. The candidate pair "
-                "(wgsl/flash_fwd_pair.wgsl: the lanes of a row pair interleaved onto neighbouring 16-byte slots, "
-                "and lean's bookkeeping), timed beside this tier (" + CANDIDATES + "; this tier "
-                "19.8 / 19.5 TFLOP/s there, Dawn / wgpu-py), runs at 24.3 / 24.2: +23 / +24 % over this tier, "
-                "+21 % over the portable tier and +15 / +14 % over lean (the bookkeeping alone), so "
-                "workgroup-memory passes are a limit after all and, by that inference, the bank conflicts cost this "
-                "tier what two rows an invocation gain. pair is not this tier's shader yet (that needs a full "
-                "recorded run, h200_tiers.sh full), and at 24.3 it would still miss 30. At d = 128 (two lanes a "
-                "row, partial scores by shuffles) this tier is half as fast as the portable tier",
+                "P·V with its workgroup-memory reads bound it. The variants timed beside the tiers (" + RECORD + ", "
+                "N = 16384, 16 heads, d = 64, no mask; this tier 20.0 / 20.0 TFLOP/s, Dawn / wgpu-py) split that: "
+                "FlashAttention-2's bookkeeping (lean: masks only the tiles that need them, rescales o and l only "
+                "when a row's max moves, instead of every four keys) runs at 21.2 / 21.2 (+6 % on both), a small part; "
+                "every multiply-add an fma() into a running sum on top (lean-fma) 21.5 / 22.2, +1 / +4 % over lean; "
+                "twice the warps with half the registers each (half: one row per two invocations) is slower, "
+                "17.2 / 17.5, and 19.5 / 19.5 with 64 rows a workgroup (half-br64), so the kernel is not short of "
+                "warps (what half's shuffles cost is not separated); two rows an invocation without subgroups "
+                "(pair-wg: the row pair's partial scores through workgroup memory, one more barrier a tile, 8-key "
+                "tiles) runs at 21.1 / 20.6, no faster than lean, so the portable subset keeps none of what pair "
+                "gains in the subgroup tier beyond the bookkeeping. Causal runs at 0.55x the non-causal time (tiles "
+                "above the diagonal skipped)",
+    "subgroup": "this tier's shader is wgsl/flash_fwd_pair_fma.wgsl: two rows an invocation (half the workgroup-memory "
+                "reads per multiply-add), the lanes of a row pair on neighbouring 16-byte slots, lean's bookkeeping "
+                "and fma() chains. Its first shader split each row into contiguous halves, so (by inference, not "
+                "profiled) the two lanes of a pair read the same bank of workgroup memory, two passes a read, and it "
+                "ran no faster than the portable tier; interleaving the lanes (pair) ran +23 / +24 % faster than it "
+                "(" + CANDIDATES + "). In " + RECORD + " (N = 16384, 16 heads, d = 64, no mask) this tier runs at "
+                "26.7 / 26.4 TFLOP/s, Dawn / wgpu-py: +33 / +32 % over the portable tier, and its fma() chains "
+                "gain +11 / +10 % over pair (the same shader with dot() of vec4 slots and o += p.x·v0 + ..., timed "
+                "beside it: 24.1 / 24.2), so the instructions issued are a limit too. At d = 128 it runs at "
+                "18.9 / 18.9, 1.52 / 1.58x the portable tier. Still short of 30; untried: four rows an invocation "
+                "(a quarter of the reads, twice the registers of q and o)",
     "f16": "float16 data with float32 arithmetic does the portable kernel's multiply-adds plus a conversion per "
            "staged element in every row that reads it; 56-key tiles (variants) are no faster than 28, so the tile "
-           "size is not the limit. The candidate pair-f16 (wgsl/flash_fwd_pair_f16.wgsl: pair on float16 data, "
-           "widened to float32 once as it is staged; scores, m, l and o float32), timed beside this tier on "
-           "wgpu-py (" + CANDIDATES + "; this tier 16.3 TFLOP/s there, 0.81x the portable "
-           "tier's 20.1), runs at 24.6: +51 % over this tier and +1.5 % over pair's float32 24.2, so float16 "
-           "data costs nothing once widened at staging and converting per use was this tier's extra cost (the "
-           "rest of the gain is what pair gains in float32 too, +21 % over the portable tier). With float32 "
-           "scores, as the issue asks, this tier can at best match the float32 kernel, so 40 needs a float32 "
-           "kernel at 40; pair-f16 is not this tier's shader yet (a full recorded run first). Dawn offers no "
-           "shader-f16 on this driver, so only wgpu-py ran it",
+           "size is not the limit. Timed beside this tier on wgpu-py (" + RECORD + "; this tier 16.3 TFLOP/s, 0.82x "
+           "the portable tier's 20.0): pair-f16 (wgsl/flash_fwd_pair_f16.wgsl: pair on float16 data, widened to "
+           "float32 once as it is staged; scores, m, l and o float32) runs at 24.6, +51 % over this tier, and "
+           "pair-fma-f16 (with the subgroup tier's fma() chains) at 26.9, +65 % over this tier and +1.0 % over the "
+           "subgroup tier's float32 shader timed as a variant (26.6), so float16 data costs nothing once widened at "
+           "staging and converting per use is this tier's extra cost. With float32 scores, as the issue asks, this "
+           "tier can at best match the float32 kernel, so 40 needs a float32 kernel at 40. pair-fma-f16 is not "
+           "this tier's shader: it needs subgroups as well as shader-f16, which this tier does not ask of an "
+           "adapter. Dawn offers no shader-f16 on this driver, so only wgpu-py ran it",
     "int8": "Q Kᵀ runs on the tensor cores, but the online softmax and P·V stay float32 on CUDA cores, as much work as "
-            "the whole portable kernel does (which runs about as fast); the three quantisation passes cost 3 % (main "
+            "the whole portable kernel does (which runs about as fast); the three quantisation passes cost 4 % of its time (main "
             "pass alone: variants) and 64-row, 32-key tiles were slower. Tried since, and slower than this design "
             "(bench/results/webgpu_h200_int8pv.json, all tiers in one run): P·V on subgroup matrices too (P against "
             "each tile's row max and V per channel to int8) with the softmax once per tile; each of its two matrix "
@@ -663,7 +668,8 @@ def merge(tiers: dict, into: dict) -> dict:
     out = dict(into)
     out["engines"] = [e for e in into["engines"] if e.get("run") != "tiers"] + \
                      [dict(e, run="tiers") for e in tiers["engines"]]
-    out["tiers"] = {key: tiers[key] for key in ("recorded_at", "command", "machine", "parameters", "total_seconds")}
+    out["tiers"] = {key: tiers[key] for key in ("recorded_at", "command", "machine", "parameters", "total_seconds",
+                                                "note") if key in tiers}
     for key in ("accuracy", "sdpa", "variants", "tier_peaks_tflops"):
         out[key] = tiers.get(key, [])
     out["tier_targets"] = tier_targets(out["engines"])

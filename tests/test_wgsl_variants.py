@@ -10,8 +10,9 @@ H200 by bench/webgpu_tiers.py --tier-variants).
   masks, fully masked rows, Nq != Nk, batch and heads, d = 40, 64 and 128;
 - two planted bugs the comparison must catch (l not rescaled when o is; every tile taken as
   unmasked);
-- the H200 probe of the candidates: TIER_LIMITS quotes its numbers as recorded, and
-  bench/results/webgpu_h200.json was folded (--fold-variants) after TIER_LIMITS last changed;
+- the H200 record: TIER_LIMITS quotes its numbers as recorded (and the candidates probe's, for the
+  subgroup tier's first shader), bench/results/webgpu_h200.json was merged after TIER_LIMITS last
+  changed, and the subgroup tier's shader is its variant (same mirror, same speed there);
 - Dawn (Tint) through Node, when $DAWN_NODE names npm webgpu 0.6.2's dawn.node (run with
   VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json without a GPU; SwiftShader has
   subgroups of 4 but no shader-f16, so pair-f16 is skipped there); tests/browser/
@@ -157,73 +158,116 @@ def test_probe_variants_fold_into_the_record():
     assert "pair" in webgpu_tiers.summary(dict(out, accuracy=[], sdpa=[]))
 
 
-def _candidates():
-    """The H200 probe of the candidates (webgpu_tiers.CANDIDATES) as (record, tier TFLOP/s, variant
-    TFLOP/s), both keyed (engine, tier) and (engine, key), and the webgpu_tiers module."""
+def _webgpu_tiers():
     sys.path.insert(0, str(BENCH))
     try:
         import webgpu_tiers
     finally:
         sys.path.remove(str(BENCH))
-    record = json.loads((BENCH.parent / webgpu_tiers.CANDIDATES).read_text(encoding="utf-8"))
-    tiers = {(e["engine"], r["tier"]): r["tflops"] for e in record["engines"] for r in e["rows"] if r.get("valid")}
-    keyed = {(v["engine"], v["key"]): v["tflops"] for v in record["variants"] if v.get("valid")}
-    return record, tiers, keyed, webgpu_tiers
+    return webgpu_tiers
 
 
-def test_tier_limits_quote_the_candidates_record():
-    """Every number TIER_LIMITS gives for the candidates is the record's, rounded as written there
-    (TFLOP/s to 0.1, ratios to whole per cent): Dawn / wgpu-py where both ran."""
-    record, tiers, keyed, webgpu_tiers = _candidates()
+def _at_16k(record):
+    """(record's tier TFLOP/s keyed (engine, tier, d, causal), variant TFLOP/s keyed (engine, key))
+    at N = 16384, 16 heads; valid rows only."""
+    tiers = {(e["engine"], r["tier"], r["d"], r["causal"]): r["tflops"] for e in record["engines"]
+             if e.get("run", "tiers") == "tiers" for r in e["rows"]
+             if r.get("valid") and r.get("n") == 16384 and r.get("heads") == 16}
+    keyed = {(v["engine"], v["key"]): v["tflops"] for v in record["variants"] if v.get("valid") and v.get("key")}
+    return tiers, keyed
+
+
+def test_tier_limits_quote_the_record():
+    """Every number TIER_LIMITS gives is its record's, rounded as written there (TFLOP/s to 0.1,
+    ratios to whole per cent or 0.01x): Dawn / wgpu-py where both ran; d = 64, no mask unless said."""
+    webgpu_tiers = _webgpu_tiers()
+    main = json.loads((BENCH.parent / webgpu_tiers.RECORD).read_text(encoding="utf-8"))
+    first = json.loads((BENCH.parent / webgpu_tiers.CANDIDATES).read_text(encoding="utf-8"))
+    tiers, keyed = _at_16k(main)
+    old_tiers, old_keyed = _at_16k(first)
     one = "{:.1f}".format
+    engines = ("dawn", "wgpu-py")
 
-    def both(table, key):
-        return "{} / {}".format(one(table["dawn", key]), one(table["wgpu-py", key]))
+    def tier(e, name, d=64, causal=False):
+        return tiers[e, name, d, causal]
 
     def gain(a, b):
         return "{:+.0f}".format(100 * (a / b - 1))
 
-    def gains(key, over, table=tiers):
-        return "{} / {} %".format(gain(keyed["dawn", key], table["dawn", over]),
-                                  gain(keyed["wgpu-py", key], table["wgpu-py", over]))
+    def both(values):
+        return "{} / {}".format(*values)
 
-    pair_over_portable = [gain(keyed[e, "pair"], tiers[e, "portable"]) for e in ("dawn", "wgpu-py")]
-    assert pair_over_portable[0] == pair_over_portable[1]  # written once for both engines
-    lean = [gain(keyed[e, "lean"], tiers[e, "portable"]) for e in ("dawn", "wgpu-py")]
-    f16 = tiers["wgpu-py", "f16"]
+    lean = [gain(keyed[e, "lean"], tier(e, "portable")) for e in engines]
+    assert lean[0] == lean[1]  # written once for both engines
+    ms = {(e["engine"], r["causal"]): r["ms"] for e in main["engines"] if e.get("run") == "tiers" for r in e["rows"]
+          if (r.get("tier"), r.get("n"), r.get("heads"), r.get("d")) == ("portable", 16384, 16, 64)}
+    causal = {round(ms[e, True] / ms[e, False], 2) for e in engines}
+    f16 = tier("wgpu-py", "f16")
+    timing = {(v["engine"], v.get("key")): v["tflops"] for v in main["variants"]}  # timing-only rows too
+    int8_main = 100 * (1 - keyed["dawn", "int8"] / timing["dawn", "int8-main"])
     want = {
-        "portable": ["this tier {} TFLOP/s".format(both(tiers, "portable")),
-                     "runs at {} ({} to {} %)".format(both(keyed, "lean"), *lean),
-                     "slower, {}, and {} with 64 rows".format(both(keyed, "half"), both(keyed, "half-br64")),
-                     "8-key tiles) runs at {}, no faster than lean".format(both(keyed, "pair-wg"))],
-        "subgroup": ["this tier {} TFLOP/s".format(both(tiers, "subgroup")),
-                     "runs at {}: {} over this tier".format(both(keyed, "pair"), gains("pair", "subgroup")),
-                     "{} % over the portable tier".format(pair_over_portable[0]),
-                     "{} over lean".format(gains("pair", "lean", keyed)),
-                     "at {} it would still miss 30".format(one(keyed["dawn", "pair"]))],
-        "f16": ["this tier {} TFLOP/s there, {:.2f}x the portable tier's {}".format(
-                    one(f16), f16 / tiers["wgpu-py", "portable"], one(tiers["wgpu-py", "portable"])),
-                "runs at {}: {} % over this tier and {:+.1f} % over pair's float32 {}".format(
-                    one(keyed["wgpu-py", "pair-f16"]), gain(keyed["wgpu-py", "pair-f16"], f16),
-                    100 * (keyed["wgpu-py", "pair-f16"] / keyed["wgpu-py", "pair"] - 1), one(keyed["wgpu-py", "pair"])),
-                "{} % over the portable tier".format(pair_over_portable[1])],
+        "portable": [
+            "this tier {} TFLOP/s".format(both(one(tier(e, "portable")) for e in engines)),
+            "runs at {} ({} % on both)".format(both(one(keyed[e, "lean"]) for e in engines), lean[0]),
+            "(lean-fma) {}, {} % over lean".format(both(one(keyed[e, "lean-fma"]) for e in engines),
+                                                 both(gain(keyed[e, "lean-fma"], keyed[e, "lean"]) for e in engines)),
+            "slower, {}, and {} with 64 rows".format(both(one(keyed[e, "half"]) for e in engines),
+                                                    both(one(keyed[e, "half-br64"]) for e in engines)),
+            "8-key tiles) runs at {}, no faster than lean".format(both(one(keyed[e, "pair-wg"]) for e in engines)),
+            "Causal runs at {:.2f}x the non-causal time".format(causal.pop())],
+        "subgroup": [
+            "interleaving the lanes (pair) ran {} % faster than it".format(
+                both(gain(old_keyed[e, "pair"], old_tiers[e, "subgroup", 64, False]) for e in engines)),
+            "this tier runs at {} TFLOP/s".format(both(one(tier(e, "subgroup")) for e in engines)),
+            "{} % over the portable tier".format(both(gain(tier(e, "subgroup"), tier(e, "portable")) for e in engines)),
+            "gain {} % over pair".format(both(gain(keyed[e, "pair-fma"], keyed[e, "pair"]) for e in engines)),
+            "timed beside it: {})".format(both(one(keyed[e, "pair"]) for e in engines)),
+            "At d = 128 it runs at {}, {}x the portable tier".format(
+                both(one(tier(e, "subgroup", 128)) for e in engines),
+                both("{:.2f}".format(tier(e, "subgroup", 128) / tier(e, "portable", 128)) for e in engines))],
+        "f16": [
+            "this tier {} TFLOP/s, {:.2f}x the portable tier's {}".format(
+                one(f16), f16 / tier("wgpu-py", "portable"), one(tier("wgpu-py", "portable"))),
+            "runs at {}, {} % over this tier".format(one(keyed["wgpu-py", "pair-f16"]),
+                                                    gain(keyed["wgpu-py", "pair-f16"], f16)),
+            "at {}, {} % over this tier and {:+.1f} % over the subgroup tier's float32 shader timed as a variant "
+            "({})".format(one(keyed["wgpu-py", "pair-fma-f16"]), gain(keyed["wgpu-py", "pair-fma-f16"], f16),
+                          100 * (keyed["wgpu-py", "pair-fma-f16"] / keyed["wgpu-py", "pair-fma"] - 1),
+                          one(keyed["wgpu-py", "pair-fma"]))],
+        "int8": ["the three quantisation passes cost {:.0f} % of its time".format(int8_main)],
     }
-    for tier, parts in want.items():
-        text = webgpu_tiers.TIER_LIMITS[tier]
-        assert webgpu_tiers.CANDIDATES in text, tier
+    assert not causal  # one ratio for both engines
+    for name, parts in want.items():
+        text = webgpu_tiers.TIER_LIMITS[name]
+        if name != "int8":
+            assert webgpu_tiers.RECORD in text, name
         for part in parts:
-            assert part in text, "{}: {!r} not in TIER_LIMITS[{!r}]".format(tier, part, tier)
-    assert record["note"].count("3af7591") == 1 and "pytest was NOT run" in record["note"]
+            assert part in text, "{}: {!r} not in TIER_LIMITS[{!r}]".format(name, part, name)
+    assert first["note"].count("3af7591") == 1 and "pytest was NOT run" in first["note"]
 
 
-def test_the_record_holds_the_candidates_and_the_current_limits():
-    """bench/results/webgpu_h200.json was folded (--fold-variants) after TIER_LIMITS last changed:
-    its tier_targets say TIER_LIMITS' words, and its candidate rows are the probe's, marked."""
-    record, _, _, webgpu_tiers = _candidates()
-    main = json.loads((BENCH / "results" / "webgpu_h200.json").read_text(encoding="utf-8"))
+def test_the_record_says_the_current_limits_and_times_every_variant():
+    """bench/results/webgpu_h200.json was merged or folded after TIER_LIMITS last changed (its
+    tier_targets say TIER_LIMITS' words), and it times the subgroup tier's shader twice, as the
+    tier and as its variant, in one run: within 3 % of each other on both engines."""
+    webgpu_tiers = _webgpu_tiers()
+    main = json.loads((BENCH.parent / webgpu_tiers.RECORD).read_text(encoding="utf-8"))
     assert main["tier_targets"] == webgpu_tiers.tier_targets(main["engines"])
-    folded = [v for v in main["variants"] if v.get("source") == webgpu_tiers.CANDIDATES]
-    assert [dict(v, source=None) for v in folded] == [dict(v, source=None) for v in record["variants"]]
+    tiers, keyed = _at_16k(main)
+    assert {key for _, key in keyed} >= set(NAMES)
+    assert mirror.TIER_SHADERS["subgroup"] == variants.VARIANTS[mirror.SUBGROUP_VARIANT].shader
+    for e in ("dawn", "wgpu-py"):
+        assert abs(keyed[e, mirror.SUBGROUP_VARIANT] / tiers[e, "subgroup", 64, False] - 1) < 0.03, e
+
+
+def test_the_subgroup_tier_mirror_is_its_variant():
+    """mirror.forward(tier="subgroup") and flash_wgsl_variants.forward(variant=SUBGROUP_VARIANT)
+    are one computation (the tier's shader is that variant's): equal to the bit."""
+    q, k, v, mask = make(11, (2,), 45, 37, 64, "full")
+    for causal in (False, True):
+        a = mirror.forward(q, k, v, causal=causal, mask=mask, tier="subgroup")
+        b = variants.forward(q, k, v, variant=mirror.SUBGROUP_VARIANT, causal=causal, mask=mask)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
 @pytest.mark.parametrize("name", NAMES)

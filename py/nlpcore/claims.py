@@ -92,10 +92,12 @@ _FA3_STANDING_KEYS = "; ".join(fa3_key(*s, v, FA3_STANDING_LIST) for s in FA3_ST
 
 # The WGSL tiers on the H200 (bench/results/webgpu_h200.json): the int8 tier's accuracy against float64
 # (random and outlier-channel inputs, d = 64 and 128, through Dawn) and the speeds at N = 16384, 16 heads,
-# d = 64, no mask. lessons.int8_tier_numbers reads the page's numbers through these very keys.
+# d = 64, no mask. lessons.int8_tier_numbers reads the page's numbers through these very keys. The
+# tiers' own accuracy rows have no ``variant`` field (``variant=None`` selects them: resolve compares
+# str(item.get(field))); the int8 tier's staged variant adds rows with ``variant: "staged"``.
 WEBGPU_H200 = "bench/results/webgpu_h200.json"
 INT8_ACCURACY_KEYS = tuple(
-    "accuracy[engine=dawn,tier=%s,d=%d,inputs=%s].%s" % (tier, d, inputs, field)
+    "accuracy[engine=dawn,tier=%s,d=%d,inputs=%s,variant=None].%s" % (tier, d, inputs, field)
     for tier, inputs, fields in (("int8", "random", ("rel_l1", "cos_min")), ("int8", "outlier", ("rel_l1", "cos_min")),
                                  ("portable", "outlier", ("rel_l1",)))
     for d in (64, 128) for field in fields)

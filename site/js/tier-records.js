@@ -61,7 +61,9 @@ export async function showTiers() {
 
 /* Why tensor cores change the roofline and what int8 costs, in the record's numbers. */
 function lesson(record, peaks, rows) {
-  const acc = (tier, inputs) => (record.accuracy || []).filter((a) => a.tier === tier && a.inputs === inputs && a.rel_l1 !== undefined);
+  // the tiers' own rows: a variant's (the int8 tier's staged one) carry `variant`
+  const acc = (tier, inputs) => (record.accuracy || []).filter((a) => a.tier === tier && a.inputs === inputs &&
+      !a.variant && a.rel_l1 !== undefined);
   const worst = (list, key, pick) => list.length ? pick(...list.map((a) => a[key])) : null;
   const i8r = acc("int8", "random");
   const i8o = acc("int8", "outlier");

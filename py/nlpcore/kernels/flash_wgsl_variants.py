@@ -2,9 +2,10 @@
 their plans, dispatch specs and NumPy mirrors.
 
 The tiers (``tiling.TIERS``) stay what the lab runs and the record describes; these shaders sit
-beside them and are timed by ``bench/webgpu_tiers.py --tier-variants``. On the H200 the portable
-tier reached 20.1 TFLOP/s at N = 16384, 16 heads, d = 64 (bench/results/webgpu_h200.json), the
-subgroup tier 19.8 and the float16 tier 16.3; what bounds them was inferred, never profiled.
+beside them and are timed by ``bench/webgpu_tiers.py --tier-variants``. When they were written the
+portable tier ran at 20.1 TFLOP/s on the H200 at N = 16384, 16 heads, d = 64, the subgroup tier's
+first shader 19.8 and the float16 tier 16.3 (bench/results/webgpu_h200_probe_candidates.json);
+what bounds them was inferred, never profiled.
 
 - ``lean`` (``wgsl/flash_fwd_lean.wgsl``): the portable kernel with FlashAttention-2's
   bookkeeping: masks only in the tiles that need them, o and l rescaled only when a row's max
@@ -13,8 +14,8 @@ subgroup tier 19.8 and the float16 tier 16.3; what bounds them was inferred, nev
   (interleaved, partial scores added by subgroup shuffles), half the registers of q and o an
   invocation and twice the invocations a workgroup, every staged read serving one row as in the
   portable kernel. Is the portable kernel short of warps to hide workgroup-memory latency?
-- ``pair`` (``wgsl/flash_fwd_pair.wgsl``): the subgroup tier's two rows per invocation with each
-  row's head dims dealt to its lanes interleaved, so the lanes of a row pair read neighbouring
+- ``pair`` (``wgsl/flash_fwd_pair.wgsl``): the first subgroup shader's two rows per invocation
+  with each row's head dims dealt to its lanes interleaved, so the lanes of a row pair read neighbouring
   16-byte slots of workgroup memory (different banks) instead of slots 128 bytes apart (the same
   bank), and ``lean``'s bookkeeping. Are workgroup-memory reads the limit, once the two-row
   split halves them without bank conflicts?
@@ -33,18 +34,22 @@ subgroup tier 19.8 and the float16 tier 16.3; what bounds them was inferred, nev
   kernel bound by the instructions it issues? Their mirrors are those of the shaders they
   rewrite (an fma() rounds once where a·b + c rounds twice; within the shader bar).
 
-What the H200 answered (bench/results/webgpu_h200_probe_candidates.json, one process beside the
-tiers, both engines; its numbers are quoted by bench/webgpu_tiers.py's TIER_LIMITS): ``pair``
-ran 23-24 % faster than the subgroup tier and ``pair-f16`` 51 % faster than the f16 tier, at
-``pair``'s speed; ``lean`` gained 5-6 % over the portable tier, ``pair-wg`` no more than
-``lean``, and ``half`` was slower. None of them is a tier's shader yet (bench/README.md, "Next
-step").
+What the H200 answered (bench/results/webgpu_h200_probe_candidates.json and
+webgpu_h200_probe_fma.json, each one process beside the tiers, both engines; bench/README.md):
+``pair`` ran 23-24 % faster than the subgroup tier's first shader (two rows an invocation, lanes
+holding contiguous halves) and ``pair-f16`` 51 % faster than the f16 tier, at ``pair``'s speed;
+``lean`` gained 5-6 % over the portable tier, ``pair-wg`` no more than ``lean``, and ``half`` was
+slower; the fma() chains gained 10-11 % over ``pair`` and ``pair-f16``, 1-4 % over ``lean``. So
+``pair-fma`` became the subgroup tier's shader (flash_wgsl_mirror.TIER_SHADERS,
+:data:`flash_wgsl_mirror.SUBGROUP_VARIANT`); it stays here too, timed beside the tier in the
+recorded run (bench/results/webgpu_h200.json, whose numbers bench/webgpu_tiers.py's TIER_LIMITS
+quotes).
 
 Each variant is sized by :func:`plan` (``tiling.plan`` with the variant's own checks; all stay
 within WebGPU's default 16384 bytes) and mirrored by :func:`forward`, which re-enacts the
-shader's loop order: the lanes' partial scores and how they are added (lane order through
-``s_part``, or the subgroup butterfly), the ``full``-tile test, the rescale only when the max
-moves, and the rounding points of the data (float16 inputs and output for ``pair-f16``). Pure
+shader's loop order (flash_wgsl_mirror.lean_workgroup, which the subgroup tier shares): the
+lanes' partial scores and how they are added (lane order through ``s_part``, or the subgroup
+butterfly), the ``full``-tile test, the rescale only when the max moves, and the rounding points of the data (float16 inputs and output for ``pair-f16``). Pure
 NumPy; runs inside Pyodide too.
 """
 

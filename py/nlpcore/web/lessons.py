@@ -207,7 +207,7 @@ def page_numbers() -> dict:
     return out
 
 
-_ACC_KEY = re.compile(r"^accuracy\[engine=\w+,tier=(\w+),d=\d+,inputs=(\w+)\]\.(\w+)$")
+_ACC_KEY = re.compile(r"^accuracy\[engine=\w+,tier=(\w+),d=\d+,inputs=(\w+)(?:,variant=None)?\]\.(\w+)$")
 INT8_D = 64  # the head width of the int8 tier's tile shown on the module page
 INT8_STORAGE = 49152  # workgroup bytes Dawn gives on the H200 (DESIGN.md), the plan's budget there
 
@@ -236,7 +236,7 @@ def int8_tier_numbers(record: Any = None) -> Dict[str, Any]:
         out.update({name: "not recorded" for name in names})
         return out
     acc = {}
-    for key in claims.INT8_ACCURACY_KEYS:  # "accuracy[engine=dawn,tier=T,d=D,inputs=I].F"
+    for key in claims.INT8_ACCURACY_KEYS:  # "accuracy[engine=dawn,tier=T,d=D,inputs=I,variant=None].F"
         tier, inputs, field = _ACC_KEY.match(key).groups()
         acc.setdefault((tier, inputs, field), []).append(claims.resolve(record, key))
     rows = [claims.resolve(record, key.rsplit(".", 1)[0]) for key in claims.INT8_ACCURACY_KEYS]
